@@ -1,0 +1,61 @@
+# Every target creates and reuses its own virtual environment in .venv.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CONTRACTS := .cache/contracts
+OPENAPI_VERSION := 23.0.2
+GRAPHQL_SCHEMA_VERSION := 15.26.1
+PYTEST_ARGS ?=
+
+.PHONY: all demo test test-fast lint bench contracts postgres-server clean
+
+all: test
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# GitHub's published REST description and GraphQL schema: the emulator's contract.
+$(CONTRACTS)/openapi/api.github.com.json:
+	mkdir -p $(CONTRACTS)/openapi
+	cd $(CONTRACTS)/openapi && npm pack --silent @octokit/openapi@$(OPENAPI_VERSION) >/dev/null \
+	  && tar -xzf octokit-openapi-$(OPENAPI_VERSION).tgz package/generated/api.github.com.json \
+	  && mv package/generated/api.github.com.json . && rm -rf package *.tgz
+
+$(CONTRACTS)/graphql/schema.json:
+	mkdir -p $(CONTRACTS)/graphql
+	cd $(CONTRACTS)/graphql && npm pack --silent @octokit/graphql-schema@$(GRAPHQL_SCHEMA_VERSION) >/dev/null \
+	  && tar -xzf octokit-graphql-schema-$(GRAPHQL_SCHEMA_VERSION).tgz package/schema.json \
+	  && mv package/schema.json . && rm -rf package *.tgz
+
+contracts: $(CONTRACTS)/openapi/api.github.com.json $(CONTRACTS)/graphql/schema.json
+
+# Debian's PostgreSQL server, installed only when no pg_ctl is present.
+postgres-server:
+	@if [ -z "$$ORCHESTRATOR_TEST_PG_URL" ] && ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 \
+	  && ! command -v pg_ctl >/dev/null 2>&1; then \
+	  echo "installing Debian's postgresql package"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
+	fi
+
+demo: $(STAMP)
+	$(BIN)/orchestrator demo
+
+test: $(STAMP) contracts postgres-server
+	ORCHESTRATOR_REQUIRE_PG=1 bash tests/support/with-postgres.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python -m orchestrator.bench
+
+clean:
+	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,82 @@
+"""The `orchestrator` command line.
+
+Subcommands live next to the code they drive and are imported only when they
+are invoked, so `orchestrator --help` stays fast and no command does work at
+import time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from typing import Any
+
+import click
+
+from orchestrator import __version__
+
+# name -> "module:attribute" of a click command or group.
+SUBCOMMANDS: dict[str, str] = {
+    "db": "orchestrator.store.cli:db",
+    "validate": "orchestrator.workflow.cli:validate",
+    "sim": "orchestrator.sim.cli:sim",
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | self._available())
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self._lazy and cmd_name in self._available():
+            module_name, attr = self._lazy[cmd_name].split(":")
+            command = getattr(importlib.import_module(module_name), attr)
+            if not isinstance(command, click.Command):
+                raise click.ClickException(f"{self._lazy[cmd_name]} is not a click command")
+            return command
+        return super().get_command(ctx, cmd_name)
+
+    def _available(self) -> set[str]:
+        found = set()
+        for name, target in self._lazy.items():
+            module_name = target.split(":")[0]
+            if importlib.util.find_spec(module_name) is not None:
+                found.add(name)
+        return found
+
+
+@click.group(
+    cls=LazyGroup, lazy=SUBCOMMANDS, context_settings={"help_option_names": ["-h", "--help"]}
+)
+@click.version_option(__version__, prog_name="orchestrator")
+@click.option(
+    "--log-format",
+    type=click.Choice(["auto", "json", "console"]),
+    default="auto",
+    envvar="ORCHESTRATOR_LOG_FORMAT",
+    show_default=True,
+    help="JSON when not on a terminal (auto), or forced.",
+)
+@click.option(
+    "--log-level",
+    default="info",
+    envvar="ORCHESTRATOR_LOG_LEVEL",
+    show_default=True,
+    type=click.Choice(["debug", "info", "warning", "error"]),
+)
+def cli(log_format: str, log_level: str) -> None:
+    """Turn GitHub issues into merged pull requests with coding agents."""
+    from orchestrator.logs import configure_logging
+
+    configure_logging(fmt=log_format, level=log_level)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="orchestrator")

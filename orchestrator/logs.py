@@ -1,0 +1,212 @@
+"""Structured logging for the daemon and its tools.
+
+Every log line, whether it comes from structlog or from a stdlib logger
+(apscheduler, alembic, urllib3, uvicorn), goes through the same processors:
+context variables (repo, issue, phase, run_id), a timestamp, exception
+formatting, and then secret redaction, which runs last before rendering so
+nothing that looks like a token is ever written.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import re
+import sys
+import threading
+from collections.abc import Callable, Iterable, MutableMapping
+from typing import Any, TypeVar
+
+import structlog
+from structlog.types import EventDict, Processor
+
+REDACTED = "[REDACTED]"
+
+# GitHub token shapes: classic, OAuth, user-to-server, server-to-server, refresh, fine-grained.
+_TOKEN_PATTERNS = [
+    re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{16,255}\b"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b"),
+    re.compile(r"(?i)\b(authorization\s*[:=]\s*[\"']?)(?:token|bearer|basic)\s+[^\s\"',}]+"),
+    re.compile(r"(?i)\b((?:token|bearer)\s+)[A-Za-z0-9_\-\.=]{16,}"),
+    re.compile(r"(?i)(https?://)[^/\s:@]+:[^/\s@]+@"),
+]
+_SENSITIVE_KEYS = frozenset({"authorization", "token", "password", "secret", "github_token"})
+
+_secrets_lock = threading.Lock()
+_secret_values: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Redact this exact value wherever it appears in a log line from now on."""
+    if value and len(value) >= 4:
+        with _secrets_lock:
+            _secret_values.add(value)
+
+
+def redact_text(text: str) -> str:
+    """Return ``text`` with token shapes, auth headers and registered secrets masked."""
+    with _secrets_lock:
+        secrets = sorted(_secret_values, key=len, reverse=True)
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    for pattern in _TOKEN_PATTERNS:
+        if pattern.groups:
+            text = pattern.sub(lambda m: (m.group(1) or "") + REDACTED, text)
+        else:
+            text = pattern.sub(REDACTED, text)
+    return text
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_text(value)
+    if isinstance(value, dict):
+        return {
+            k: (REDACTED if str(k).lower() in _SENSITIVE_KEYS and v else _redact_value(v))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple | set | frozenset):
+        return (
+            type(value)(_redact_value(v) for v in value)
+            if not isinstance(value, set)
+            else {_redact_value(v) for v in value}
+        )
+    if isinstance(value, int | float | bool) or value is None:
+        return value
+    return redact_text(str(value))
+
+
+def redact_secrets(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
+    """structlog processor: mask secrets in every value of the event."""
+    for key in list(event_dict):
+        value = event_dict[key]
+        if key.lower() in _SENSITIVE_KEYS and value:
+            event_dict[key] = REDACTED
+        else:
+            event_dict[key] = _redact_value(value)
+    return event_dict
+
+
+def _drop_color_message(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
+    # uvicorn duplicates its message with ANSI colours under this key.
+    event_dict.pop("color_message", None)
+    return event_dict
+
+
+def _shared_processors() -> list[Processor]:
+    return [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        _drop_color_message,
+    ]
+
+
+def configure_logging(
+    fmt: str = "auto",
+    level: str = "info",
+    stream: Any = None,
+    secrets: Iterable[str] = (),
+) -> None:
+    """Route structlog and stdlib logging to ``stream`` (stderr by default).
+
+    ``fmt`` is ``json``, ``console`` or ``auto`` (JSON unless the stream is a TTY).
+    """
+    stream = stream if stream is not None else sys.stderr
+    for secret in secrets:
+        register_secret(secret)
+    use_json = fmt == "json" or (fmt == "auto" and not _isatty(stream))
+    renderer: Processor = (
+        structlog.processors.JSONRenderer(sort_keys=True)
+        if use_json
+        else structlog.dev.ConsoleRenderer(colors=_isatty(stream), exception_formatter=_plain)
+    )
+    final: list[Processor] = [
+        structlog.processors.format_exc_info,
+        structlog.processors.UnicodeDecoder(),
+        redact_secrets,
+    ]
+    structlog.configure(
+        processors=[
+            *_shared_processors(),
+            structlog.stdlib.PositionalArgumentsFormatter(),
+            *final,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=False,
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=[*_shared_processors(), structlog.stdlib.ExtraAdder()],
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            *final,
+            renderer,
+        ],
+    )
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        if getattr(old, "_orchestrator", False):
+            root.removeHandler(old)
+    handler._orchestrator = True  # type: ignore[attr-defined]
+    root.addHandler(handler)
+    root.setLevel(level.upper())
+    for noisy in ("urllib3", "github", "apscheduler", "alembic", "uvicorn.access"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+
+
+def _plain(sio: Any, exc_info: Any) -> None:
+    # exc_info is already formatted (and redacted) text by the time the renderer runs.
+    sio.write("\n" + str(exc_info))
+
+
+def _isatty(stream: Any) -> bool:
+    isatty: Callable[[], bool] | None = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except ValueError:
+        return False
+
+
+def get_logger(name: str | None = None, **initial: Any) -> Any:
+    """A structlog logger, optionally with initial bound values."""
+    return (
+        structlog.stdlib.get_logger(name).bind(**initial)
+        if initial
+        else (structlog.stdlib.get_logger(name))
+    )
+
+
+def bind_context(**values: Any) -> None:
+    """Bind stable keys (repo, issue, phase, run_id) for the current context."""
+    structlog.contextvars.bind_contextvars(**values)
+
+
+def clear_context() -> None:
+    structlog.contextvars.clear_contextvars()
+
+
+T = TypeVar("T")
+
+
+def in_current_context(fn: Callable[..., T]) -> Callable[..., T]:
+    """Wrap ``fn`` so it runs with a copy of the caller's context variables.
+
+    Thread pools do not inherit contextvars; submit ``in_current_context(job)``
+    so the worker's log lines keep the repo/issue/phase/run_id of the caller.
+    """
+    ctx = contextvars.copy_context()
+
+    def run(*args: Any, **kwargs: Any) -> T:
+        return ctx.copy().run(fn, *args, **kwargs)
+
+    return run
+
+
+def current_context() -> MutableMapping[str, Any]:
+    return structlog.contextvars.get_contextvars()

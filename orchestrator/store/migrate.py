@@ -1,0 +1,93 @@
+"""Running the Alembic revisions from inside the application.
+
+The daemon upgrades an embedded SQLite database by itself; against PostgreSQL
+it refuses to start on a schema that is behind and names the command to run,
+because several replicas must not race to migrate a shared database.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import Engine
+
+from orchestrator.store.engine import describe_url, is_sqlite, make_engine
+
+MIGRATIONS_ENV = "ORCHESTRATOR_MIGRATIONS_DIR"
+
+
+class SchemaBehindError(RuntimeError):
+    """The database schema is older than this release needs."""
+
+
+def migrations_dir() -> Path:
+    """Where the Alembic environment lives: a source checkout or an installed copy."""
+    candidates = []
+    if os.environ.get(MIGRATIONS_ENV):
+        candidates.append(Path(os.environ[MIGRATIONS_ENV]))
+    candidates.append(Path(__file__).resolve().parents[2] / "migrations")
+    candidates.append(Path(sys.prefix) / "share" / "orchestrator" / "migrations")
+    for candidate in candidates:
+        if (candidate / "env.py").is_file():
+            return candidate
+    raise FileNotFoundError(
+        "cannot find the migrations folder (looked in "
+        + ", ".join(str(c) for c in candidates)
+        + f"); set {MIGRATIONS_ENV}"
+    )
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(migrations_dir()))
+    # Alembic reads this as a ConfigParser value: '%' must be escaped.
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
+
+
+def head_revision(url: str = "sqlite://") -> str:
+    script = ScriptDirectory.from_config(alembic_config(url))
+    head = script.get_current_head()
+    if head is None:
+        raise RuntimeError("the migrations folder has no revisions")
+    return head
+
+
+def current_revision(engine: Engine) -> str | None:
+    with engine.connect() as conn:
+        return MigrationContext.configure(conn).get_current_revision()
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    command.upgrade(alembic_config(url), revision)
+
+
+def downgrade(url: str, revision: str = "base") -> None:
+    command.downgrade(alembic_config(url), revision)
+
+
+def ensure_schema(url: str, engine: Engine | None = None) -> None:
+    """Bring the schema to head on SQLite; on PostgreSQL, refuse when it is behind."""
+    own = engine is None
+    engine = engine or make_engine(url)
+    try:
+        current = current_revision(engine)
+    finally:
+        if own:
+            engine.dispose()
+    head = head_revision(url)
+    if current == head:
+        return
+    if is_sqlite(url):
+        upgrade(url)
+        return
+    raise SchemaBehindError(
+        f"database {describe_url(url)} is at revision {current or 'none (empty)'}, "
+        f"this release needs {head}; run: orchestrator db upgrade --db '{describe_url(url)}'"
+    )

@@ -1,0 +1,165 @@
+"""SQLAlchemy models of the store.
+
+Every change here needs an Alembic revision in ``migrations/versions``; a test
+compares these models with the migrated schema on SQLite and PostgreSQL.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+from orchestrator.store.types import UTCDateTime
+
+# Named constraints let Alembic's batch mode rebuild SQLite tables reliably.
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    """Declarative base carrying the naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class SideEffectStatus(StrEnum):
+    """Where a side effect stands in the outbox."""
+
+    INTENDED = "intended"
+    DONE = "done"
+    FAILED = "failed"
+    REFUSED_BY_MODE = "refused_by_mode"
+    REFUSED_BY_KILL_SWITCH = "refused_by_kill_switch"
+
+
+class TrackedIssue(Base):
+    """One issue the daemon owns or watches, with its phase and workpad record."""
+
+    __tablename__ = "tracked_issues"
+    __table_args__ = (UniqueConstraint("repo", "number", name="uq_tracked_issues_repo_number"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    number: Mapped[int] = mapped_column(Integer)
+    title: Mapped[str] = mapped_column(Text, default="")
+    tracker_state: Mapped[str | None] = mapped_column(String(100))
+    labels: Mapped[list[str]] = mapped_column(JSON, default=list)
+    phase: Mapped[str] = mapped_column(String(40), index=True)
+    phase_since: Mapped[datetime] = mapped_column(UTCDateTime)
+    workpad: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    workpad_comment_id: Mapped[int | None] = mapped_column(BigInteger)
+    workpad_hash: Mapped[str | None] = mapped_column(String(64))
+    branch: Mapped[str | None] = mapped_column(String(255))
+    pr_number: Mapped[int | None] = mapped_column(Integer)
+    pr_head_sha: Mapped[str | None] = mapped_column(String(64))
+    rework_cycles: Mapped[int] = mapped_column(Integer, default=0)
+    waiting_reason: Mapped[str | None] = mapped_column(String(60))
+    waiting_since: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    observation: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    retry_due_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class PhaseEvent(Base):
+    """An applied phase transition, written in the same transaction as the change."""
+
+    __tablename__ = "phase_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    issue_id: Mapped[int] = mapped_column(
+        ForeignKey("tracked_issues.id", ondelete="CASCADE"), index=True
+    )
+    from_phase: Mapped[str | None] = mapped_column(String(40))
+    to_phase: Mapped[str] = mapped_column(String(40))
+    reason: Mapped[str] = mapped_column(Text, default="")
+    actor: Mapped[str] = mapped_column(String(100), default="runtime")
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class SideEffect(Base):
+    """Outbox and audit of one write to GitHub, keyed by its idempotency key."""
+
+    __tablename__ = "side_effects"
+    __table_args__ = (Index("ix_side_effects_status", "status"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    issue_id: Mapped[int | None] = mapped_column(
+        ForeignKey("tracked_issues.id", ondelete="SET NULL"), index=True
+    )
+    kind: Mapped[str] = mapped_column(String(60))
+    idempotency_key: Mapped[str] = mapped_column(String(255), unique=True)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    status: Mapped[str] = mapped_column(String(40))
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    rollout_mode: Mapped[str] = mapped_column(String(20))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class AgentRun(Base):
+    """One agent turn: when it started, first spoke, ended, and how."""
+
+    __tablename__ = "agent_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_id: Mapped[str] = mapped_column(String(64), unique=True)
+    issue_id: Mapped[int] = mapped_column(
+        ForeignKey("tracked_issues.id", ondelete="CASCADE"), index=True
+    )
+    phase: Mapped[str] = mapped_column(String(40))
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    replica_id: Mapped[str | None] = mapped_column(String(100))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    first_event_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    outcome: Mapped[str | None] = mapped_column(String(40))
+    error: Mapped[str | None] = mapped_column(Text)
+    input_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    output_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    total_tokens: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class Lease(Base):
+    """A named, expiring claim held by one daemon replica."""
+
+    __tablename__ = "leases"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(100))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    acquired_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class HttpCacheEntry(Base):
+    """The last successful answer for a URL, for conditional requests."""
+
+    __tablename__ = "http_cache"
+
+    url: Mapped[str] = mapped_column(String(1000), primary_key=True)
+    etag: Mapped[str | None] = mapped_column(String(255))
+    last_modified: Mapped[str | None] = mapped_column(String(100))
+    body: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)

@@ -1,0 +1,108 @@
+"""Agent runs: one row per turn, from start to outcome."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from orchestrator.store.models import AgentRun
+
+INTERRUPTED = "interrupted"
+
+
+class RunStore:
+    """Recording agent turns and finding the ones a crash left open."""
+
+    def __init__(self, sessions: sessionmaker[Session]) -> None:
+        self._sessions = sessions
+
+    def start(
+        self,
+        run_id: str,
+        *,
+        issue_id: int,
+        phase: str,
+        attempt: int,
+        now: datetime,
+        replica_id: str | None = None,
+    ) -> None:
+        with self._sessions.begin() as session:
+            session.add(
+                AgentRun(
+                    run_id=run_id,
+                    issue_id=issue_id,
+                    phase=phase,
+                    attempt=attempt,
+                    replica_id=replica_id,
+                    started_at=now,
+                )
+            )
+
+    def first_event(self, run_id: str, *, at: datetime) -> None:
+        with self._sessions.begin() as session:
+            session.execute(
+                update(AgentRun)
+                .where(AgentRun.run_id == run_id, AgentRun.first_event_at.is_(None))
+                .values(first_event_at=at)
+            )
+
+    def finish(
+        self,
+        run_id: str,
+        *,
+        outcome: str,
+        now: datetime,
+        error: str | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        total_tokens: int | None = None,
+    ) -> bool:
+        """Close the run; False if it was already closed (for example marked interrupted)."""
+        with self._sessions.begin() as session:
+            result = session.execute(
+                update(AgentRun)
+                .where(AgentRun.run_id == run_id, AgentRun.ended_at.is_(None))
+                .values(
+                    ended_at=now,
+                    outcome=outcome,
+                    error=error,
+                    input_tokens=input_tokens,
+                    output_tokens=output_tokens,
+                    total_tokens=total_tokens,
+                )
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def interrupt_unfinished(self, *, now: datetime, replica_id: str | None = None) -> int:
+        """Mark runs a crash left open as interrupted; returns how many."""
+        with self._sessions.begin() as session:
+            query = update(AgentRun).where(AgentRun.ended_at.is_(None))
+            if replica_id is not None:
+                query = query.where(AgentRun.replica_id == replica_id)
+            result = session.execute(
+                query.values(
+                    ended_at=now, outcome=INTERRUPTED, error="daemon stopped during the turn"
+                )
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
+    def running(self) -> list[AgentRun]:
+        with self._sessions() as session:
+            return list(
+                session.scalars(
+                    select(AgentRun).where(AgentRun.ended_at.is_(None)).order_by(AgentRun.id)
+                )
+            )
+
+    def for_issue(self, issue_id: int, limit: int = 100) -> list[AgentRun]:
+        with self._sessions() as session:
+            return list(
+                session.scalars(
+                    select(AgentRun)
+                    .where(AgentRun.issue_id == issue_id)
+                    .order_by(AgentRun.id.desc())
+                    .limit(limit)
+                )
+            )

@@ -1,0 +1,56 @@
+"""Fixtures shared by every test folder: databases on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+PG_URL_ENV = "ORCHESTRATOR_TEST_PG_URL"
+
+
+def _pg_server_url() -> str | None:
+    url = os.environ.get(PG_URL_ENV)
+    if url:
+        return url
+    if os.environ.get("ORCHESTRATOR_REQUIRE_PG") or os.environ.get("CI"):
+        pytest.fail(
+            f"{PG_URL_ENV} is not set: the PostgreSQL tests must run here "
+            "(`make test` starts a throwaway server)"
+        )
+    return None
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    server = _pg_server_url()
+    if server is None:
+        pytest.skip(f"{PG_URL_ENV} not set (run `make test` for a throwaway PostgreSQL)")
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(server, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        yield make_url(server).set(database=name).render_as_string(hide_password=False)
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+@pytest.fixture
+def sqlite_url(tmp_path: object) -> str:
+    return f"sqlite:///{tmp_path}/orchestrator.db"
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """The URL of an empty database, once per backend."""
+    if request.param == "sqlite":
+        return str(request.getfixturevalue("sqlite_url"))
+    return str(request.getfixturevalue("pg_url"))

@@ -1,0 +1,48 @@
+"""The command line: version, help, and the db commands on a real database."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from orchestrator import __version__
+from orchestrator.cli import cli
+
+
+def test_version() -> None:
+    result = CliRunner().invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    assert __version__ in result.output
+
+
+def test_console_script_help_runs() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", "from orchestrator.cli import main; main()", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "db" in result.stdout
+
+
+def test_db_current_then_upgrade(db_url: str) -> None:
+    runner = CliRunner()
+    before = runner.invoke(cli, ["db", "current", "--db", db_url])
+    assert before.exit_code == 0, before.output
+    assert "none (empty database)" in before.output and "behind" in before.output
+    upgraded = runner.invoke(cli, ["db", "upgrade", "--db", db_url])
+    assert upgraded.exit_code == 0, upgraded.output
+    after = runner.invoke(cli, ["db", "current", "--db", db_url])
+    assert "up to date" in after.output
+    down = runner.invoke(cli, ["db", "downgrade", "base", "--db", db_url])
+    assert down.exit_code == 0 and "downgraded to base" in down.output
+
+
+def test_db_url_from_environment(sqlite_url: str, monkeypatch: object) -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["db", "upgrade"], env={"ORCHESTRATOR_DATABASE_URL": sqlite_url})
+    assert result.exit_code == 0, result.output
+    assert sqlite_url.split("///")[1] in result.output

@@ -1,0 +1,148 @@
+"""Logging: JSON and console output, context in threads, and secret redaction."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import structlog
+
+from orchestrator.logs import (
+    REDACTED,
+    bind_context,
+    clear_context,
+    configure_logging,
+    get_logger,
+    in_current_context,
+    redact_text,
+    register_secret,
+)
+
+CLASSIC = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+FINE_GRAINED = "github_pat_" + "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJ"
+CONFIGURED = "s3cr3t-configured-value"
+
+
+@pytest.fixture
+def stream() -> io.StringIO:
+    out = io.StringIO()
+    configure_logging(fmt="json", level="debug", stream=out, secrets=[CONFIGURED])
+    clear_context()
+    yield out
+    clear_context()
+    structlog.reset_defaults()
+
+
+def _lines(out: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+
+
+def test_token_in_an_event_never_reaches_the_output(stream: io.StringIO) -> None:
+    log = get_logger("t")
+    log.info(
+        "dispatch",
+        note=f"using {CLASSIC}",
+        headers={"Authorization": f"token {CLASSIC}"},
+        items=[FINE_GRAINED],
+        token=CONFIGURED,
+    )
+    text = stream.getvalue()
+    for secret in (CLASSIC, FINE_GRAINED, CONFIGURED):
+        assert secret not in text
+    line = _lines(stream)[0]
+    assert line["event"] == "dispatch"
+    assert line["headers"] == {"Authorization": REDACTED}
+    assert line["token"] == REDACTED
+    assert REDACTED in str(line["note"])
+
+
+def test_token_in_an_exception_message_is_redacted(stream: io.StringIO) -> None:
+    log = get_logger("t")
+    try:
+        raise RuntimeError(
+            f"401 for https://x-access-token:{CONFIGURED}@github.example/repo.git "
+            f"with Authorization: Bearer {CLASSIC}"
+        )
+    except RuntimeError:
+        log.exception("side_effect_failed")
+    text = stream.getvalue()
+    assert CLASSIC not in text and CONFIGURED not in text
+    assert "RuntimeError" in _lines(stream)[0]["exception"]
+
+
+def test_token_in_a_stdlib_record_is_redacted(stream: io.StringIO) -> None:
+    logging.getLogger("urllib3.connectionpool").warning("retrying with token %s", CLASSIC)
+    logging.getLogger("some.library").error("auth header Authorization: token %s", FINE_GRAINED)
+    try:
+        raise ValueError(CONFIGURED)
+    except ValueError:
+        logging.getLogger("some.library").exception("failed")
+    text = stream.getvalue()
+    for secret in (CLASSIC, FINE_GRAINED, CONFIGURED):
+        assert secret not in text
+    lines = _lines(stream)
+    assert [line["logger"] for line in lines] == [
+        "urllib3.connectionpool",
+        "some.library",
+        "some.library",
+    ]
+    assert all("timestamp" in line and "level" in line for line in lines)
+
+
+def test_context_is_carried_into_worker_threads(stream: io.StringIO) -> None:
+    bind_context(repo="acme/app", issue=7, phase="implementing", run_id="r-1")
+
+    def job() -> None:
+        get_logger("worker").info("agent_exit", outcome="completed")
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(in_current_context(job)).result()
+    line = _lines(stream)[0]
+    assert (line["repo"], line["issue"], line["phase"], line["run_id"]) == (
+        "acme/app",
+        7,
+        "implementing",
+        "r-1",
+    )
+
+
+def test_console_format_is_plain_text() -> None:
+    out = io.StringIO()
+    configure_logging(fmt="console", stream=out)
+    try:
+        get_logger("c").info("tick", issues=3, token=CLASSIC)
+        text = out.getvalue()
+        assert "tick" in text and "issues=3" in text and CLASSIC not in text
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(text)
+    finally:
+        structlog.reset_defaults()
+
+
+def test_auto_format_is_json_off_a_terminal() -> None:
+    out = io.StringIO()
+    configure_logging(fmt="auto", stream=out)
+    try:
+        get_logger("c").info("tick")
+        assert json.loads(out.getvalue())["event"] == "tick"
+    finally:
+        structlog.reset_defaults()
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        f"https://user:{CONFIGURED}@example.org/x",
+        f"Authorization: token {CLASSIC}",
+        f"authorization=Bearer {CLASSIC}",
+        f"ghs_{'z' * 36}",
+        f"gho_{'Q' * 36}",
+    ],
+)
+def test_redact_text_shapes(raw: str) -> None:
+    register_secret(CONFIGURED)
+    assert REDACTED in redact_text(raw)
+    assert CLASSIC not in redact_text(raw)
