@@ -46,7 +46,11 @@ class LazyGroup(click.Group):
         found = set()
         for name, target in self._lazy.items():
             module_name = target.split(":")[0]
-            if importlib.util.find_spec(module_name) is not None:
+            try:
+                spec = importlib.util.find_spec(module_name)
+            except ModuleNotFoundError:
+                spec = None
+            if spec is not None:
                 found.add(name)
         return found
 
