@@ -1,0 +1,575 @@
+"""The emulator's Starlette application and its GitHub request pipeline.
+
+Every GitHub route (REST, GraphQL, git) goes through the same steps: fault
+rules, authentication, secondary limits, the primary budget, the handler, the
+ETag and 304 check, rate-limit headers, then counters and the write log.
+The control API (`orchestrator.sim.control_api`) and job-log downloads sit
+beside it, outside billing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import contextlib
+import hashlib
+import importlib
+import itertools
+import json
+import socket
+import struct
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from orchestrator.logs import get_logger
+from orchestrator.sim import rest_checks, rest_issues, rest_pulls, rest_repos
+from orchestrator.sim.api import Call, Reply, RouteSpec
+from orchestrator.sim.billing import (
+    RateLimited,
+    RateSnapshot,
+    SecondaryLimited,
+    charge_tally,
+)
+from orchestrator.sim.control_api import control_routes
+from orchestrator.sim.emulator import Emulator
+from orchestrator.sim.errors import DOCS_URL, SimError
+from orchestrator.sim.faults import FaultRule
+from orchestrator.sim.githttp import parse_git_path, run_http_backend
+from orchestrator.sim.records import User
+
+log = get_logger(__name__)
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+ABORT_KEY = "sim.abort"
+GRAPHQL_MODULE = "orchestrator.sim.graphql_api"
+
+_BASE_HEADERS = {
+    "x-github-media-type": "github.v3; format=json",
+    "x-github-api-version-selected": "2022-11-28",
+    "x-oauth-scopes": "repo, workflow",
+    "x-accepted-oauth-scopes": "",
+    "vary": "Accept, Authorization, Cookie, X-GitHub-OTP",
+    "cache-control": "private, max-age=60, s-maxage=60",
+}
+
+
+def all_routes() -> tuple[RouteSpec, ...]:
+    """Every REST operation; check-run and status routes precede the plain commit route."""
+    return rest_checks.ROUTES + rest_issues.ROUTES + rest_pulls.ROUTES + rest_repos.ROUTES
+
+
+class ConnectionControl:
+    """ASGI wrapper that lets the pipeline drop a connection without answering.
+
+    uvicorn's ``send`` is a bound method of the request cycle, which holds the
+    transport; setting SO_LINGER to zero before closing makes the client see a
+    reset, as when a proxy dies mid-request.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        dropped = False
+        transport = getattr(getattr(send, "__self__", None), "transport", None)
+
+        async def abort() -> None:
+            nonlocal dropped
+            dropped = True
+            if transport is not None:
+                sock = transport.get_extra_info("socket")
+                if sock is not None:
+                    with contextlib.suppress(OSError):
+                        sock.setsockopt(
+                            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                        )
+                transport.abort()
+            # Let the server notice the lost connection before the app returns.
+            for _ in range(3):
+                await asyncio.sleep(0)
+
+        async def guarded_send(message: Message) -> None:
+            if not dropped:
+                await send(message)
+
+        scope[ABORT_KEY] = abort
+        try:
+            await self.app(scope, receive, guarded_send)
+        except Exception:
+            if not dropped:
+                raise
+
+
+@dataclass(slots=True)
+class _Outcome:
+    status: int
+    billed: int
+    not_modified: bool
+    write: bool
+    operation: str | None = None
+
+
+class GitHubFront:
+    """The shared pipeline for GitHub-facing requests of one emulator."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self.emulator = emulator
+        self._request_ids = itertools.count(1)
+
+    # ----------------------------------------------------------------- pieces
+
+    def base_url(self, request: Request) -> str:
+        host = request.headers.get("host") or f"{request.url.hostname}:{request.url.port}"
+        return f"{request.url.scheme}://{host}"
+
+    def authenticate(self, request: Request) -> tuple[str | None, User | None]:
+        """The token and account of a request (None, None without credentials)."""
+        header = request.headers.get("authorization", "")
+        scheme, _, value = header.partition(" ")
+        token: str | None = None
+        if scheme.lower() in ("token", "bearer"):
+            token = value.strip()
+        elif scheme.lower() == "basic":
+            try:
+                decoded = base64.b64decode(value.strip(), validate=True).decode()
+            except (binascii.Error, UnicodeDecodeError):
+                decoded = ""
+            user_part, _, password = decoded.partition(":")
+            token = password or user_part
+        if not token:
+            return None, None
+        return token, self.emulator.state.user_for_token(token)
+
+    def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        headers = dict(_BASE_HEADERS)
+        headers["x-github-request-id"] = f"SIM:{next(self._request_ids):08X}"
+        if extra:
+            headers.update(extra)
+        return headers
+
+    def json_response(
+        self, status: int, body: Any, extra: dict[str, str] | None = None
+    ) -> Response:
+        payload = b"" if body is None else _dump(body)
+        headers = self.headers(extra)
+        if body is not None:
+            headers["content-type"] = "application/json; charset=utf-8"
+        return Response(payload, status_code=status, headers=headers)
+
+    def record(self, request: Request, token: str | None, route: str, outcome: _Outcome) -> None:
+        billing = self.emulator.billing
+        billing.record(
+            token,
+            route,
+            billed=outcome.billed,
+            not_modified=outcome.not_modified,
+            write=outcome.write,
+        )
+        if outcome.write:
+            billing.record_write(
+                token,
+                request.method,
+                request.url.path,
+                status=outcome.status,
+                route=route,
+                operation=outcome.operation,
+            )
+
+    async def drop(self, request: Request) -> Response:
+        abort: Callable[[], Awaitable[None]] | None = request.scope.get(ABORT_KEY)
+        if abort is not None:
+            await abort()
+        # Without the wrapper the best available failure is a truncated answer.
+        return _TruncatedResponse()
+
+    async def fault_reply(self, rule: FaultRule, request: Request) -> Response:
+        if rule.action == "reset":
+            return await self.drop(request)
+        if rule.action == "secondary":
+            return self.secondary_response(SecondaryLimited(rule.status or 403, rule.retry_after))
+        status = rule.status or 502
+        if status == 500:
+            return self.json_response(
+                500, {"message": "Server Error", "documentation_url": DOCS_URL}
+            )
+        return Response(
+            f"{status} Server Error: injected fault\n".encode(),
+            status_code=status,
+            headers={"content-type": "text/html; charset=utf-8"},
+        )
+
+    def secondary_response(
+        self, exc: SecondaryLimited, snapshot: RateSnapshot | None = None
+    ) -> Response:
+        extra = {"retry-after": str(exc.retry_after)}
+        if snapshot is not None:
+            extra.update(snapshot.headers())
+        return self.json_response(exc.status, exc.body(), extra)
+
+    def unauthorized(self, token: str | None) -> Response:
+        message = "Requires authentication" if token is None else "Bad credentials"
+        return self.json_response(
+            401, {"message": message, "documentation_url": DOCS_URL, "status": "401"}
+        )
+
+    # ------------------------------------------------------------------- REST
+
+    def rest_endpoint(
+        self, template: str, specs: dict[str, RouteSpec]
+    ) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            method = "GET" if request.method == "HEAD" else request.method
+            spec = specs.get(method)
+            route = f"{method} {template}"
+            if spec is None:
+                return self.json_response(
+                    404, {"message": "Not Found", "documentation_url": DOCS_URL}
+                )
+            return await self.serve_rest(request, spec, route)
+
+        return endpoint
+
+    async def serve_rest(self, request: Request, spec: RouteSpec, route: str) -> Response:
+        emulator = self.emulator
+        decision = emulator.faults.decide(request.method, request.url.path)
+        rule = decision.rule
+        token, user = self.authenticate(request)
+        if rule is not None and rule.action != "lost_response":
+            await _delay(decision.latency_ms)
+            self.record(request, token, route, _Outcome(rule.status or 0, 0, False, False))
+            return await self.fault_reply(rule, request)
+        if token is None or user is None:
+            await _delay(decision.latency_ms)
+            self.record(request, token, route, _Outcome(401, 0, False, False))
+            return self.unauthorized(token)
+        billing = emulator.billing
+        try:
+            billing.admit(token)
+        except SecondaryLimited as exc:
+            snapshot = billing.snapshot(token, spec.resource)
+            self.record(request, token, route, _Outcome(exc.status, 0, False, False))
+            return self.secondary_response(exc, snapshot)
+        try:
+            # A slow answer keeps its request in flight (it counts for concurrency limits).
+            await _delay(decision.latency_ms)
+            if spec.free:
+                snapshot = billing.snapshot(token, spec.resource)
+                billed = 0
+            else:
+                try:
+                    snapshot = billing.charge(token, spec.resource, 1, user.id)
+                except RateLimited as exc:
+                    self.record(request, token, route, _Outcome(403, 0, False, False))
+                    return self.json_response(403, exc.body(), exc.snapshot.headers())
+                billed = 1
+            call = Call(
+                emulator=emulator,
+                method=request.method,
+                path=request.url.path,
+                params=request.path_params,
+                query=request.query_params,
+                user=user,
+                base_url=self.base_url(request),
+                raw_body=await request.body(),
+            )
+            try:
+                reply = await anyio.to_thread.run_sync(spec.handler, call)
+            except SimError as exc:
+                reply = Reply(exc.status, exc.body())
+            except Exception:
+                # A bug in a handler must look like GitHub's own 500, not a dropped request.
+                log.exception("sim_handler_failed", route=route)
+                reply = Reply(500, {"message": "Server Error", "documentation_url": DOCS_URL})
+            payload = b"" if reply.body is None else _dump(reply.body)
+            extra = dict(reply.headers)
+            not_modified = False
+            if request.method in ("GET", "HEAD") and reply.status == 200:
+                etag = 'W/"' + hashlib.sha256(payload).hexdigest() + '"'
+                extra["etag"] = etag
+                if _etag_matches(request.headers.get("if-none-match"), etag):
+                    not_modified = True
+                    if billed:
+                        snapshot = billing.refund(token, spec.resource, billed)
+                        billed = 0
+            extra.update(snapshot.headers())
+        finally:
+            billing.release(token)
+        write = request.method in WRITE_METHODS
+        self.record(request, token, route, _Outcome(reply.status, billed, not_modified, write))
+        if rule is not None:
+            return await self.drop(request)
+        if not_modified:
+            return Response(b"", status_code=304, headers=self.headers(extra))
+        if request.method == "HEAD":
+            payload = b""
+        response = Response(payload, status_code=reply.status, headers=self.headers(extra))
+        if reply.body is not None:
+            response.headers["content-type"] = "application/json; charset=utf-8"
+        return response
+
+    # ---------------------------------------------------------------- GraphQL
+
+    async def serve_graphql(self, request: Request) -> Response:
+        emulator = self.emulator
+        route = "POST /graphql"
+        decision = emulator.faults.decide(request.method, request.url.path)
+        rule = decision.rule
+        token, user = self.authenticate(request)
+        if rule is not None and rule.action != "lost_response":
+            await _delay(decision.latency_ms)
+            self.record(request, token, route, _Outcome(rule.status or 0, 0, False, False))
+            return await self.fault_reply(rule, request)
+        if token is None or user is None:
+            await _delay(decision.latency_ms)
+            self.record(request, token, route, _Outcome(401, 0, False, False))
+            return self.json_response(
+                401,
+                {
+                    "message": "This endpoint requires you to be authenticated.",
+                    "documentation_url": DOCS_URL,
+                },
+            )
+        billing = emulator.billing
+        try:
+            billing.admit(token)
+        except SecondaryLimited as exc:
+            snapshot = billing.snapshot(token, "graphql")
+            self.record(request, token, route, _Outcome(exc.status, 0, False, False))
+            return self.secondary_response(exc, snapshot)
+        tally: list[int] = []
+        operation: str | None = None
+        try:
+            await _delay(decision.latency_ms)
+            try:
+                body = json.loads(await request.body())
+            except ValueError:
+                body = None
+            if not isinstance(body, dict):
+                self.record(request, token, route, _Outcome(400, 0, False, False))
+                return self.json_response(
+                    400, {"message": "Problems parsing JSON", "documentation_url": DOCS_URL}
+                )
+            operation = _mutation_name(body)
+            status, document = await self._run_graphql(user, body, tally)
+        finally:
+            billing.release(token)
+        snapshot = billing.snapshot(token, "graphql")
+        write = operation is not None
+        self.record(request, token, route, _Outcome(status, sum(tally), False, write, operation))
+        if rule is not None:
+            return await self.drop(request)
+        return self.json_response(status, document, snapshot.headers())
+
+    async def _run_graphql(
+        self, user: User, body: dict[str, Any], tally: list[int]
+    ) -> tuple[int, Any]:
+        billing = self.emulator.billing
+        token = user.token or ""
+        if billing.snapshot(token, "graphql").remaining <= 0:
+            exhausted = billing.snapshot(token, "graphql")
+            return 200, RateLimited(exhausted, user.id).graphql_body()
+        try:
+            module = importlib.import_module(GRAPHQL_MODULE)
+        except ModuleNotFoundError as exc:
+            if exc.name != GRAPHQL_MODULE:
+                raise
+            return 200, {
+                "errors": [{"message": "GraphQL is not available in this emulator build."}]
+            }
+        handle = module.handle_graphql
+
+        def run() -> tuple[int, Any]:
+            charge_tally.set(tally)
+            try:
+                status, document = handle(self.emulator.state, billing, user, body)
+            except RateLimited as exc:
+                return 200, exc.graphql_body()
+            return int(status), document
+
+        try:
+            return await anyio.to_thread.run_sync(run)
+        except Exception:
+            log.exception("sim_graphql_failed")
+            return 502, {
+                "errors": [{"message": "Something went wrong while executing your query."}]
+            }
+
+    # -------------------------------------------------------------------- git
+
+    async def serve_git(self, request: Request) -> Response:
+        emulator = self.emulator
+        parsed = parse_git_path(request.url.path, request.url.query)
+        if parsed is None:
+            return PlainTextResponse("Not Found\n", status_code=404)
+        route = f"GIT {parsed.service}"
+        decision = emulator.faults.decide(request.method, request.url.path)
+        if decision.latency_ms:
+            await asyncio.sleep(decision.latency_ms / 1000)
+        rule = decision.rule
+        token, user = self.authenticate(request)
+        if rule is not None and rule.action != "lost_response":
+            self.record(request, token, route, _Outcome(rule.status or 0, 0, False, False))
+            return await self.fault_reply(rule, request)
+        if user is None:
+            self.record(request, token, route, _Outcome(401, 0, False, False))
+            return PlainTextResponse(
+                "Authentication required\n",
+                status_code=401,
+                headers={"www-authenticate": 'Basic realm="GitHub"'},
+            )
+        state = emulator.state
+        repo = state.find_repo(parsed.owner, parsed.name)
+        if repo is None or not state.has_permission(repo, user.login, "read"):
+            self.record(request, token, route, _Outcome(404, 0, False, False))
+            return PlainTextResponse("Repository not found.\n", status_code=404)
+        if parsed.is_push and not state.has_permission(repo, user.login, "write"):
+            self.record(
+                request, token, route, _Outcome(403, 0, False, parsed.subpath != "info/refs")
+            )
+            return PlainTextResponse(
+                f"Permission to {repo.full_name}.git denied to {user.login}.\n", status_code=403
+            )
+        answer = await run_http_backend(
+            emulator,
+            repo,
+            user,
+            parsed,
+            method=request.method,
+            query=request.url.query,
+            content_type=request.headers.get("content-type"),
+            content_encoding=request.headers.get("content-encoding"),
+            git_protocol=request.headers.get("git-protocol"),
+            body=await request.body(),
+        )
+        write = parsed.is_push and parsed.subpath == "git-receive-pack"
+        self.record(request, token, route, _Outcome(answer.status, 0, False, write))
+        if rule is not None:
+            return await self.drop(request)
+        return Response(answer.body, status_code=answer.status, headers=answer.headers)
+
+    # ------------------------------------------------------------ job logs
+
+    async def serve_job_log(self, request: Request) -> Response:
+        params = request.path_params
+        state = self.emulator.state
+        repo = state.find_repo(params["owner"], params["repo"])
+        if repo is None:
+            return PlainTextResponse("Not Found\n", status_code=404)
+        expected = rest_checks.job_log_signature(self.emulator.blob_secret, repo, params["job_id"])
+        if request.query_params.get("sig") != expected:
+            return PlainTextResponse("Signature does not match\n", status_code=403)
+        try:
+            with state.lock:
+                text = state.check_run_for_job(repo, params["job_id"]).log
+        except SimError:
+            return PlainTextResponse("Not Found\n", status_code=404)
+        return PlainTextResponse(text)
+
+
+class _TruncatedResponse(Response):
+    """Announces a body and then fails, so the client sees a broken connection."""
+
+    def __init__(self) -> None:
+        super().__init__(b"", status_code=200)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-length", b"1024"), (b"content-type", b"application/json")],
+            }
+        )
+        raise ConnectionAbortedError("injected fault: connection dropped")
+
+
+async def _delay(milliseconds: int) -> None:
+    if milliseconds:
+        await asyncio.sleep(milliseconds / 1000)
+
+
+def _dump(body: Any) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _etag_matches(header: str | None, etag: str) -> bool:
+    if not header:
+        return False
+    wanted = etag.removeprefix("W/")
+    for candidate in header.split(","):
+        value = candidate.strip()
+        if value == "*" or value.removeprefix("W/") == wanted:
+            return True
+    return False
+
+
+def _mutation_name(body: dict[str, Any]) -> str | None:
+    """The first field of a GraphQL mutation (``resolveReviewThread`` ...), None for queries."""
+    query = body.get("query")
+    if not isinstance(query, str):
+        return None
+    from graphql import GraphQLError, OperationDefinitionNode, OperationType, parse
+    from graphql.language import FieldNode
+
+    try:
+        document = parse(query)
+    except GraphQLError:
+        return None
+    wanted = body.get("operationName")
+    for definition in document.definitions:
+        if not isinstance(definition, OperationDefinitionNode):
+            continue
+        if wanted and (definition.name is None or definition.name.value != wanted):
+            continue
+        if definition.operation != OperationType.MUTATION:
+            return None
+        for selection in definition.selection_set.selections:
+            if isinstance(selection, FieldNode):
+                return str(selection.name.value)
+        return "mutation"
+    return None
+
+
+def _group(specs: Iterable[RouteSpec]) -> dict[str, dict[str, RouteSpec]]:
+    grouped: dict[str, dict[str, RouteSpec]] = {}
+    for spec in specs:
+        grouped.setdefault(spec.path, {})[spec.method] = spec
+    return grouped
+
+
+def build_app(emulator: Emulator) -> ASGIApp:
+    """The ASGI application serving one emulator: GitHub routes, git, control API."""
+    front = GitHubFront(emulator)
+    methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+    routes: list[BaseRoute] = list(control_routes(emulator))
+    routes.append(
+        Route(
+            "/_blobs/job-logs/{owner}/{repo}/{job_id:int}",
+            front.serve_job_log,
+            methods=["GET"],
+        )
+    )
+    routes.append(Route("/graphql", front.serve_graphql, methods=["POST"]))
+    for template, specs in _group(all_routes()).items():
+        routes.append(Route(template, front.rest_endpoint(template, specs), methods=methods))
+    for suffix in ("info/refs", "git-upload-pack", "git-receive-pack"):
+        routes.append(Route("/{owner}/{repo}/" + suffix, front.serve_git, methods=["GET", "POST"]))
+
+    async def not_found(request: Request) -> Response:
+        return front.json_response(404, {"message": "Not Found", "documentation_url": DOCS_URL})
+
+    routes.append(Route("/{path:path}", not_found, methods=methods))
+    app = Starlette(routes=routes)
+    return ConnectionControl(app)

@@ -1,0 +1,106 @@
+"""``orchestrator sim``: run the GitHub emulator, and the scripted agent when installed."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+from typing import Any
+
+import click
+
+from orchestrator.cli import LazyGroup
+from orchestrator.logs import get_logger
+
+log = get_logger(__name__)
+
+# The scripted coding agent lives next to the emulator but is optional.
+LAZY_SUBCOMMANDS = {"agent": "orchestrator.sim.agent:agent_command"}
+
+
+@click.group(cls=LazyGroup, lazy=LAZY_SUBCOMMANDS)
+def sim() -> None:
+    """A local GitHub emulator (REST, GraphQL, git) for tests, the demo and benchmarks."""
+
+
+def load_bootstrap(path: Path) -> dict[str, Any]:
+    """Read a bootstrap file: ``{"users": [...], "repos": [...]}`` as the control API takes them."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise click.BadParameter(f"{path}: {exc}", param_hint="--bootstrap") from exc
+    if not isinstance(data, dict) or set(data) - {"users", "repos"}:
+        raise click.BadParameter(
+            f"{path}: expected an object with 'users' and 'repos' lists", param_hint="--bootstrap"
+        )
+    for key in ("users", "repos"):
+        items = data.get(key, [])
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise click.BadParameter(
+                f"{path}: {key} must be a list of objects", param_hint="--bootstrap"
+            )
+    return data
+
+
+def _after_shutdown(signum: int, _frame: Any) -> None:
+    log.info("sim_signal", signal=signal.Signals(signum).name)
+
+
+@sim.command()
+@click.option("--port", type=click.IntRange(0, 65535), default=8787, show_default=True)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on; keep the loopback address unless you mean to share it.",
+)
+@click.option(
+    "--state",
+    "state_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    required=True,
+    help="Directory for bare repositories and the state snapshot (kept across restarts).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for fault rules.")
+@click.option(
+    "--bootstrap",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="JSON file of users and repositories to create when the state is new.",
+)
+def serve(port: int, host: str, state_dir: Path, seed: int, bootstrap: Path | None) -> None:
+    """Serve the emulator in the foreground until interrupted."""
+    import uvicorn
+
+    from orchestrator.sim.app import build_app
+    from orchestrator.sim.control_api import ControlError, create_repo, create_user
+    from orchestrator.sim.emulator import Emulator
+    from orchestrator.sim.errors import SimError
+    from orchestrator.sim.gitstore import GitError
+    from orchestrator.sim.server import uvicorn_config
+
+    setup = load_bootstrap(bootstrap) if bootstrap else {}
+    try:
+        emulator = Emulator(state_dir, seed=seed, persist=True)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if setup and not emulator.state.users:
+        for key, create in (("users", create_user), ("repos", create_repo)):
+            for index, item in enumerate(setup.get(key, [])):
+                try:
+                    create(emulator, {}, item)
+                except (ControlError, SimError, GitError, ValueError) as exc:
+                    raise click.ClickException(f"{bootstrap}: {key}[{index}]: {exc}") from exc
+    config = uvicorn_config(build_app(emulator), log_level="info")
+    config.host = host
+    config.port = port
+    server = uvicorn.Server(config)
+    click.echo(f"GitHub emulator on http://{host}:{port} (state in {state_dir})", err=True)
+    # uvicorn shuts down on SIGINT/SIGTERM and then raises the signal again for the
+    # previous handler; this one lets the snapshot be saved and the exit be clean.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _after_shutdown)
+    try:
+        server.run()
+    finally:
+        emulator.save()
+        log.info("sim_stopped", state=str(state_dir))

@@ -1,0 +1,324 @@
+"""A small Python client for the emulator's control API, one method per scenario step.
+
+It uses only the standard library so the demo can drive an emulator without
+extra dependencies. Refusals raise `ControlRequestError` with the server's message.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+from urllib.parse import quote
+
+
+class ControlRequestError(Exception):
+    """The control API refused a request."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"control API answered {status}: {message}")
+        self.status = status
+        self.message = message
+
+
+class ControlClient:
+    """Drives one emulator's ``/_control`` API at ``base_url``."""
+
+    def __init__(self, base_url: str, timeout: float = 30.0) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ValueError(f"control API URL must be http(s), got {base_url!r}")
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+
+    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """Send one control request and return the decoded JSON answer."""
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(  # noqa: S310 (scheme checked in __init__)
+            f"{self.base_url}/_control{path}",
+            data=data,
+            method=method,
+            headers={"content-type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310
+                return json.loads(answer.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                message = json.loads(raw)["error"]["message"]
+            except (ValueError, KeyError, TypeError):
+                message = raw.decode(errors="replace")
+            raise ControlRequestError(exc.code, message) from None
+
+    @staticmethod
+    def _repo(repo: str) -> str:
+        owner, _, name = repo.partition("/")
+        if not owner or not name:
+            raise ValueError(f"repository must be 'owner/name', got {repo!r}")
+        return f"/repos/{quote(owner)}/{quote(name)}"
+
+    # --------------------------------------------------------------- accounts
+
+    def create_user(
+        self,
+        login: str,
+        token: str | None = None,
+        *,
+        bot: bool = False,
+        name: str | None = None,
+        email: str | None = None,
+    ) -> dict[str, Any]:
+        body = {"login": login, "token": token, "bot": bot, "name": name, "email": email}
+        result: dict[str, Any] = self.request("POST", "/users", body)
+        return result
+
+    def create_repo(
+        self,
+        repo: str,
+        files: dict[str, str] | None = None,
+        *,
+        permissions: dict[str, str] | None = None,
+        default_branch: str = "main",
+        private: bool = False,
+        require_review: bool = True,
+    ) -> dict[str, Any]:
+        owner, _, name = repo.partition("/")
+        body = {
+            "owner": owner,
+            "name": name,
+            "files": files,
+            "permissions": permissions or {},
+            "default_branch": default_branch,
+            "private": private,
+            "require_review": require_review,
+        }
+        result: dict[str, Any] = self.request("POST", "/repos", body)
+        return result
+
+    def repo_info(self, repo: str) -> dict[str, Any]:
+        result: dict[str, Any] = self.request("GET", self._repo(repo))
+        return result
+
+    def set_permission(self, repo: str, login: str, permission: str | None) -> None:
+        self.request(
+            "PUT", f"{self._repo(repo)}/permissions/{quote(login)}", {"permission": permission}
+        )
+
+    # ----------------------------------------------------------------- issues
+
+    def create_issue(
+        self,
+        repo: str,
+        title: str,
+        *,
+        as_user: str,
+        body: str | None = None,
+        labels: list[str] | None = None,
+    ) -> int:
+        payload = {"as": as_user, "title": title, "body": body, "labels": labels or []}
+        return int(self.request("POST", f"{self._repo(repo)}/issues", payload)["number"])
+
+    def update_issue(self, repo: str, number: int, *, as_user: str, **fields: Any) -> None:
+        self.request("PATCH", f"{self._repo(repo)}/issues/{number}", {"as": as_user, **fields})
+
+    def add_labels(self, repo: str, number: int, labels: list[str], *, as_user: str) -> list[str]:
+        path = f"{self._repo(repo)}/issues/{number}/labels"
+        return list(self.request("POST", path, {"as": as_user, "labels": labels})["labels"])
+
+    def remove_label(self, repo: str, number: int, label: str, *, as_user: str) -> list[str]:
+        path = f"{self._repo(repo)}/issues/{number}/labels/{quote(label, safe='')}"
+        return list(self.request("DELETE", path, {"as": as_user})["labels"])
+
+    def comment(self, repo: str, number: int, body: str, *, as_user: str) -> int:
+        path = f"{self._repo(repo)}/issues/{number}/comments"
+        return int(self.request("POST", path, {"as": as_user, "body": body})["id"])
+
+    # ------------------------------------------------------------------ pulls
+
+    def create_pull(
+        self, repo: str, title: str, head: str, *, as_user: str, base: str | None = None
+    ) -> int:
+        body = {"as": as_user, "title": title, "head": head, "base": base}
+        return int(self.request("POST", f"{self._repo(repo)}/pulls", body)["number"])
+
+    def review(
+        self,
+        repo: str,
+        number: int,
+        state: str,
+        *,
+        as_user: str,
+        body: str = "",
+        comments: list[dict[str, Any]] | None = None,
+        commit_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Submit a review (APPROVED, CHANGES_REQUESTED, COMMENTED);
+        inline comments open threads."""
+        payload = {
+            "as": as_user,
+            "state": state,
+            "body": body,
+            "comments": comments or [],
+            "commit_id": commit_id,
+        }
+        result: dict[str, Any] = self.request(
+            "POST", f"{self._repo(repo)}/pulls/{number}/reviews", payload
+        )
+        return result
+
+    def reply_thread(self, repo: str, thread_id: int, body: str, *, as_user: str) -> int:
+        path = f"{self._repo(repo)}/threads/{thread_id}/replies"
+        return int(self.request("POST", path, {"as": as_user, "body": body})["id"])
+
+    def resolve_thread(
+        self, repo: str, thread_id: int, *, as_user: str, resolved: bool = True
+    ) -> None:
+        path = f"{self._repo(repo)}/threads/{thread_id}/resolve"
+        self.request("POST", path, {"as": as_user, "resolved": resolved})
+
+    def set_mergeable(self, repo: str, number: int, mergeable: bool | None) -> None:
+        """Force a pull request (un)mergeable; None lets git decide again."""
+        path = f"{self._repo(repo)}/pulls/{number}/mergeable"
+        self.request("PUT", path, {"mergeable": mergeable})
+
+    def merge(self, repo: str, number: int, *, as_user: str, method: str = "merge") -> str:
+        path = f"{self._repo(repo)}/pulls/{number}/merge"
+        return str(self.request("POST", path, {"as": as_user, "method": method})["sha"])
+
+    # ------------------------------------------------------------- git and CI
+
+    def push(
+        self,
+        repo: str,
+        branch: str,
+        files: dict[str, str | None],
+        *,
+        as_user: str,
+        message: str = "Update files",
+        start: str | None = None,
+    ) -> str:
+        """Commit files on a branch as someone (None deletes a file); return the new SHA."""
+        payload = {
+            "as": as_user,
+            "branch": branch,
+            "files": files,
+            "message": message,
+            "start": start,
+        }
+        return str(self.request("POST", f"{self._repo(repo)}/commits", payload)["sha"])
+
+    def check_run(
+        self,
+        repo: str,
+        *,
+        sha: str | None = None,
+        ref: str | None = None,
+        name: str = "ci",
+        status: str = "completed",
+        conclusion: str | None = None,
+        title: str | None = None,
+        summary: str | None = None,
+        text: str | None = None,
+        annotations: list[dict[str, Any]] | None = None,
+        log: str | None = None,
+        run_id: int | None = None,
+    ) -> dict[str, Any]:
+        """Create or update (``run_id``) a check run on a SHA or ref."""
+        payload = {
+            "sha": sha,
+            "ref": ref,
+            "name": name,
+            "status": status,
+            "conclusion": conclusion,
+            "title": title,
+            "summary": summary,
+            "text": text,
+            "annotations": annotations or [],
+            "log": log,
+            "id": run_id,
+        }
+        result: dict[str, Any] = self.request("POST", f"{self._repo(repo)}/check-runs", payload)
+        return result
+
+    def status(
+        self,
+        repo: str,
+        state: str,
+        *,
+        as_user: str,
+        sha: str | None = None,
+        ref: str | None = None,
+        context: str = "default",
+        description: str | None = None,
+    ) -> int:
+        payload = {
+            "as": as_user,
+            "sha": sha,
+            "ref": ref,
+            "state": state,
+            "context": context,
+            "description": description,
+        }
+        return int(self.request("POST", f"{self._repo(repo)}/statuses", payload)["id"])
+
+    # ---------------------------------------------------------------- limits
+
+    def set_rate_limit(
+        self,
+        *,
+        login: str | None = None,
+        resource: str = "core",
+        limit: int | None = None,
+        remaining: int | None = None,
+        reset: int | None = None,
+        reset_in: int | None = None,
+    ) -> Any:
+        payload = {
+            "login": login,
+            "resource": resource,
+            "limit": limit,
+            "remaining": remaining,
+            "reset": reset,
+            "reset_in": reset_in,
+        }
+        return self.request("PUT", "/rate-limit", payload)
+
+    def set_secondary_limit(
+        self,
+        *,
+        per_minute: int | None = None,
+        concurrency: int | None = None,
+        status: int = 403,
+        retry_after: int = 60,
+    ) -> None:
+        payload = {
+            "per_minute": per_minute,
+            "concurrency": concurrency,
+            "status": status,
+            "retry_after": retry_after,
+        }
+        self.request("PUT", "/secondary-limit", payload)
+
+    def add_fault(self, **rule: Any) -> dict[str, Any]:
+        """Add a fault rule (path, action, method, status, probability, count, latency_ms ...)."""
+        result: dict[str, Any] = self.request("POST", "/faults", rule)
+        return result
+
+    def faults(self) -> list[dict[str, Any]]:
+        return list(self.request("GET", "/faults")["rules"])
+
+    def clear_faults(self, seed: int | None = None) -> None:
+        self.request("DELETE", "/faults", {"seed": seed})
+
+    # -------------------------------------------------------------- counters
+
+    def counters(self) -> dict[str, Any]:
+        result: dict[str, Any] = self.request("GET", "/counters")
+        return result
+
+    def writes(self) -> list[dict[str, Any]]:
+        return list(self.request("GET", "/writes")["writes"])
+
+    def reset_counters(self) -> None:
+        self.request("DELETE", "/counters")

@@ -1,0 +1,263 @@
+"""The emulated GitHub as one object: state, billing, faults and bare repositories.
+
+`Emulator` also holds the operations that touch both the state and git (create
+a repository with files, push a commit as someone, merge a pull request), so
+the REST routes and the control API share one implementation of each.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.logs import get_logger
+from orchestrator.sim.billing import Billing
+from orchestrator.sim.clock import Clock, system_clock
+from orchestrator.sim.errors import Conflict, NotAllowed, Unprocessable
+from orchestrator.sim.faults import FaultInjector
+from orchestrator.sim.gitstore import MERGE_METHODS, GitError, GitStore, Identity, MergeConflict
+from orchestrator.sim.state import PullRequest, Repo, SimState, User
+
+log = get_logger(__name__)
+
+SNAPSHOT_NAME = "state.json"
+
+
+@dataclass(frozen=True, slots=True)
+class DiffStats:
+    """Size of a pull request's change, as GitHub reports it on a single pull request."""
+
+    commits: int
+    additions: int
+    deletions: int
+    changed_files: int
+
+
+class Emulator:
+    """Everything one emulated GitHub needs, rooted at ``state_dir``.
+
+    Bare repositories live under ``state_dir/git``; with ``persist`` the state
+    is loaded from ``state_dir/state.json`` at start and saved by `save`.
+    """
+
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        clock: Clock | None = None,
+        seed: int = 0,
+        persist: bool = False,
+    ) -> None:
+        self.state_dir = state_dir
+        self.clock: Clock = clock or system_clock
+        self.state = SimState(self.clock)
+        self.billing = Billing(self.clock, login_for=self._login_for_token)
+        self.faults = FaultInjector(seed)
+        self.git = GitStore(state_dir / "git")
+        self.persist = persist
+        # Signs job-log download links, which (as on GitHub) need no token.
+        self.blob_secret = secrets.token_hex(16)
+        self._stats: dict[str, DiffStats] = {}
+        self._stats_lock = threading.Lock()
+        self.state.mergeability_probe = self._mergeability
+        self.state.diff_hunk_probe = self._diff_hunk
+        state_dir.mkdir(parents=True, exist_ok=True)
+        if persist and self.snapshot_path.exists():
+            self.state.load(self.snapshot_path)
+
+    @property
+    def snapshot_path(self) -> Path:
+        return self.state_dir / SNAPSHOT_NAME
+
+    def save(self) -> None:
+        """Write the state snapshot (only when persisting)."""
+        if self.persist:
+            self.state.save(self.snapshot_path)
+
+    def _login_for_token(self, token: str) -> str | None:
+        user = self.state.user_for_token(token)
+        return user.login if user else None
+
+    # -------------------------------------------------------------- git glue
+
+    def repo_path(self, repo: Repo) -> Path:
+        return self.git.path_for(repo.owner, repo.name)
+
+    def identity(self, user: User) -> Identity:
+        """The git identity commits made as ``user`` carry (GitHub's noreply address)."""
+        email = user.email or f"{user.id}+{user.login}@users.noreply.github.com"
+        return Identity(user.name or user.login, email)
+
+    def _mergeability(self, repo: Repo, base_sha: str, head_sha: str) -> bool | None:
+        return self.git.merges_cleanly(self.repo_path(repo), base_sha, head_sha)
+
+    def _diff_hunk(self, repo: Repo, pr: PullRequest, path: str, line: int) -> str | None:
+        base = repo.branches.get(pr.base_ref)
+        if base is None:
+            return None
+        return self.git.diff_hunk(self.repo_path(repo), base, pr.head_sha, path, line)
+
+    def sync_branches(self, repo: Repo) -> None:
+        """Copy branch heads from the bare repository into the state (after a push)."""
+        heads = self.git.heads(self.repo_path(repo))
+        with self.state.lock:
+            for branch in list(repo.branches):
+                if branch not in heads:
+                    self.state.set_branch(repo, branch, None)
+            for branch, sha in heads.items():
+                if repo.branches.get(branch) != sha:
+                    self.state.set_branch(repo, branch, sha)
+
+    def diff_stats(self, repo: Repo, pr: PullRequest) -> DiffStats:
+        """Commits, additions, deletions and changed files between base and head (cached)."""
+        base = repo.branches.get(pr.base_ref, pr.head_sha)
+        key = f"{repo.id}:{base}:{pr.head_sha}"
+        with self._stats_lock:
+            cached = self._stats.get(key)
+        if cached is not None:
+            return cached
+        stats = self.git_diff_stats(repo, base, pr.head_sha)
+        with self._stats_lock:
+            self._stats[key] = stats
+        return stats
+
+    def git_diff_stats(self, repo: Repo, base: str, head: str) -> DiffStats:
+        path = self.repo_path(repo)
+        try:
+            commits = len(self.git.commits_between(path, base, head))
+            rows = self.git.numstat(path, base, head)
+        except GitError:
+            return DiffStats(0, 0, 0, 0)
+        additions = sum(row[0] for row in rows)
+        deletions = sum(row[1] for row in rows)
+        files = len(rows)
+        return DiffStats(commits, additions, deletions, files)
+
+    # ------------------------------------------------------------- scenarios
+
+    def create_repo(
+        self,
+        owner: str,
+        name: str,
+        *,
+        files: Mapping[str, str] | None = None,
+        default_branch: str = "main",
+        private: bool = False,
+        description: str | None = None,
+        require_review: bool = True,
+    ) -> Repo:
+        """Create a repository with an initial commit of ``files`` on the default branch."""
+        with self.state.lock:
+            repo = self.state.add_repo(
+                owner,
+                name,
+                private=private,
+                default_branch=default_branch,
+                description=description,
+                require_review=require_review,
+            )
+            account = self.state.user(repo.owner)
+            content = dict(files) if files else {"README.md": f"# {name}\n"}
+            try:
+                sha = self.git.create(
+                    repo.owner,
+                    repo.name,
+                    default_branch=default_branch,
+                    files=content,
+                    author=self.identity(account),
+                    moment=self.clock(),
+                )
+            except GitError:
+                del self.state.repos[repo.full_name.lower()]
+                raise
+            self.state.set_branch(repo, default_branch, sha)
+            log.info("sim_repo_created", repo=repo.full_name, branch=default_branch)
+            return repo
+
+    def push_commit(
+        self,
+        repo: Repo,
+        author: str,
+        branch: str,
+        files: Mapping[str, str | None],
+        *,
+        message: str,
+        start: str | None = None,
+    ) -> str:
+        """Commit ``files`` on ``branch`` as ``author`` (as if they pushed); return the SHA."""
+        user = self.state.user(author)
+        if not files:
+            raise Unprocessable.field("Commit", "files", "missing_field", "nothing to commit")
+        try:
+            sha = self.git.commit(
+                self.repo_path(repo),
+                branch,
+                files,
+                message=message,
+                author=self.identity(user),
+                moment=self.clock(),
+                start=start or repo.default_branch,
+            )
+        except GitError as exc:
+            raise Unprocessable.field("Commit", "files", message=str(exc)) from exc
+        self.sync_branches(repo)
+        return sha
+
+    def merge_pull(
+        self,
+        repo: Repo,
+        number: int,
+        actor: str,
+        *,
+        sha: str | None = None,
+        method: str = "merge",
+        title: str | None = None,
+        message: str | None = None,
+    ) -> str:
+        """Merge a pull request in the bare repository like GitHub's merge button.
+
+        409 when ``sha`` is not the head, 405 when the pull request cannot be
+        merged (closed, conflicting, or forced unmergeable); returns the new SHA.
+        """
+        if method not in MERGE_METHODS:
+            raise Unprocessable.field(
+                "PullRequest", "merge_method", message=f"must be one of {MERGE_METHODS}"
+            )
+        with self.state.lock:
+            pr = self.state.pull(repo, number)
+            issue = self.state.issue(repo, number)
+            user = self.state.user(actor)
+            if pr.merged or issue.state != "open":
+                raise NotAllowed("Pull Request is not mergeable")
+            if sha is not None and sha != pr.head_sha:
+                raise Conflict("Head branch was modified. Review and try the merge again.")
+            if self.state.mergeable(repo, pr) is False:
+                raise NotAllowed("Pull Request is not mergeable")
+            head_sha = pr.head_sha
+            # GitHub's defaults; commit_title and commit_message replace them (rebase keeps
+            # each commit's own message).
+            if method == "merge":
+                headline = title or f"Merge pull request #{number} from {repo.owner}/{pr.head_ref}"
+                text = f"{headline}\n\n{message or issue.title}"
+            else:
+                headline = title or f"{issue.title} (#{number})"
+                text = f"{headline}\n\n{message}" if message else headline
+            try:
+                new_sha = self.git.merge(
+                    self.repo_path(repo),
+                    base_branch=pr.base_ref,
+                    head_sha=head_sha,
+                    method=method,
+                    message=text,
+                    committer=self.identity(user),
+                    moment=self.clock(),
+                )
+            except MergeConflict as exc:
+                raise NotAllowed("Pull Request is not mergeable") from exc
+            self.state.set_branch(repo, pr.base_ref, new_sha)
+            self.state.record_merge(repo, number, user.login, new_sha)
+            log.info("sim_pull_merged", repo=repo.full_name, pull=number, method=method)
+            return new_sha

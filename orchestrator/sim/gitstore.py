@@ -1,0 +1,405 @@
+"""The emulator's bare git repositories: creation, commits, merges and inspection.
+
+Everything goes through the ``git`` command with plumbing (a temporary index
+file, ``commit-tree``, ``update-ref`` with the expected old value) so the bare
+repositories never need a work tree, except a rebase merge, which replays
+commits in a temporary worktree that is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from orchestrator.logs import get_logger
+
+log = get_logger(__name__)
+
+MERGE_METHODS = ("merge", "squash", "rebase")
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+
+
+class GitError(Exception):
+    """A git command failed; the message carries the command's own error text."""
+
+
+class MergeConflict(Exception):
+    """The head does not merge cleanly into the base with the chosen method."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """A git author or committer."""
+
+    name: str
+    email: str
+
+
+@dataclass(frozen=True, slots=True)
+class CommitInfo:
+    """What GitHub's commit endpoints report about one commit."""
+
+    sha: str
+    tree: str
+    parents: tuple[str, ...]
+    author: Identity
+    author_date: str
+    committer: Identity
+    committer_date: str
+    message: str
+
+
+def _git_date(moment: datetime) -> str:
+    return f"{int(moment.timestamp())} +0000"
+
+
+class GitStore:
+    """Bare repositories under ``root`` at ``<owner>/<name>.git``, one lock per repository."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._locks: dict[Path, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    def path_for(self, owner: str, name: str) -> Path:
+        return self.root / owner / f"{name}.git"
+
+    def lock_for(self, path: Path) -> threading.Lock:
+        """The lock serialising writes (commits, merges, ref updates) to one repository."""
+        with self._locks_guard:
+            return self._locks.setdefault(path, threading.Lock())
+
+    # --------------------------------------------------------------- commands
+
+    def _run(
+        self,
+        path: Path,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        check: bool = True,
+        cwd: Path | None = None,
+        input_text: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+        if env:
+            full_env.update(env)
+        command = ["git", *(["--git-dir", str(path)] if cwd is None else []), *args]
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            env=full_env,
+            cwd=cwd,
+            input=input_text,
+            check=False,
+        )
+        if check and done.returncode != 0:
+            raise GitError(f"git {' '.join(args[:2])} in {path}: {done.stderr.strip()}")
+        return done
+
+    @staticmethod
+    def _identity_env(author: Identity, committer: Identity, moment: datetime) -> dict[str, str]:
+        date = _git_date(moment)
+        return {
+            "GIT_AUTHOR_NAME": author.name,
+            "GIT_AUTHOR_EMAIL": author.email,
+            "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_NAME": committer.name,
+            "GIT_COMMITTER_EMAIL": committer.email,
+            "GIT_COMMITTER_DATE": date,
+        }
+
+    # -------------------------------------------------------------- creation
+
+    def create(
+        self,
+        owner: str,
+        name: str,
+        *,
+        default_branch: str,
+        files: Mapping[str, str],
+        author: Identity,
+        moment: datetime,
+    ) -> str:
+        """Create the bare repository with one commit holding ``files``; return its SHA."""
+        path = self.path_for(owner, name)
+        if path.exists():
+            raise GitError(f"{path} already exists")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._run(
+                path, "init", "--bare", "--quiet", f"--initial-branch={default_branch}", str(path)
+            )
+            self._run(path, "config", "http.receivepack", "true")
+            self._run(path, "config", "uploadpack.allowAnySHA1InWant", "true")
+            return self.commit(
+                path,
+                default_branch,
+                files,
+                message="Initial commit",
+                author=author,
+                moment=moment,
+            )
+        except GitError:
+            shutil.rmtree(path, ignore_errors=True)
+            raise
+
+    def commit(
+        self,
+        path: Path,
+        branch: str,
+        files: Mapping[str, str | None],
+        *,
+        message: str,
+        author: Identity,
+        moment: datetime,
+        start: str | None = None,
+    ) -> str:
+        """Commit file changes (None deletes a file) on ``branch`` and move it; return the SHA.
+
+        A missing branch is created from ``start`` (a SHA or branch), or as a
+        root commit when there is no start.
+        """
+        for name in files:
+            if not name or name.startswith("/") or ".." in name.split("/"):
+                raise GitError(f"bad file path {name!r}")
+        with self.lock_for(path):
+            old = self.resolve(path, f"refs/heads/{branch}")
+            parent = old or (self.resolve(path, start) if start else None)
+            if start and parent is None:
+                raise GitError(f"unknown start point {start!r}")
+            with tempfile.TemporaryDirectory(prefix="sim-index-") as scratch:
+                index_env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
+                if parent:
+                    self._run(path, "read-tree", parent, env=index_env)
+                for name, content in files.items():
+                    if content is None:
+                        self._run(path, "update-index", "--force-remove", "--", name, env=index_env)
+                        continue
+                    blob = self._run(
+                        path, "hash-object", "-w", "--stdin", input_text=content
+                    ).stdout.strip()
+                    self._run(
+                        path,
+                        "update-index",
+                        "--add",
+                        "--cacheinfo",
+                        f"100644,{blob},{name}",
+                        env=index_env,
+                    )
+                tree = self._run(path, "write-tree", env=index_env).stdout.strip()
+            parents = ["-p", parent] if parent else []
+            env = self._identity_env(author, author, moment)
+            sha = self._run(
+                path, "commit-tree", tree, *parents, "-m", message, env=env
+            ).stdout.strip()
+            self._run(path, "update-ref", f"refs/heads/{branch}", sha, old or "")
+            return sha
+
+    # ------------------------------------------------------------- inspection
+
+    def resolve(self, path: Path, ref: str) -> str | None:
+        """The commit SHA a ref, branch or SHA names, or None."""
+        if not ref or ref.startswith("-"):
+            return None
+        done = self._run(path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+        sha = done.stdout.strip()
+        return sha if done.returncode == 0 and sha else None
+
+    def heads(self, path: Path) -> dict[str, str]:
+        """Every branch and its head SHA."""
+        done = self._run(
+            path, "for-each-ref", "--format=%(refname:strip=2) %(objectname)", "refs/heads"
+        )
+        heads: dict[str, str] = {}
+        for line in done.stdout.splitlines():
+            name, _, sha = line.rpartition(" ")
+            if name:
+                heads[name] = sha
+        return heads
+
+    def commit_info(self, path: Path, sha: str) -> CommitInfo | None:
+        """Author, committer, parents, tree and message of one commit, or None if unknown."""
+        fmt = "%H%x00%T%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B"
+        done = self._run(path, "show", "-s", f"--format={fmt}", sha, "--", check=False)
+        if done.returncode != 0:
+            return None
+        parts = done.stdout.split("\x00")
+        if len(parts) < 10:
+            return None
+        return CommitInfo(
+            sha=parts[0],
+            tree=parts[1],
+            parents=tuple(parts[2].split()),
+            author=Identity(parts[3], parts[4]),
+            author_date=parts[5],
+            committer=Identity(parts[6], parts[7]),
+            committer_date=parts[8],
+            message="\x00".join(parts[9:]).rstrip("\n"),
+        )
+
+    def commits_between(self, path: Path, base: str, head: str) -> list[str]:
+        """SHAs reachable from ``head`` but not ``base``, oldest first."""
+        done = self._run(path, "rev-list", "--reverse", f"{base}..{head}")
+        return done.stdout.split()
+
+    def numstat(self, path: Path, base: str, head: str) -> list[tuple[int, int, str]]:
+        """Lines added and removed per file between the merge base of ``base`` and ``head``."""
+        done = self._run(path, "diff", "--numstat", f"{base}...{head}")
+        rows: list[tuple[int, int, str]] = []
+        for line in done.stdout.splitlines():
+            added, removed, name = [*line.split("\t", 2), "", ""][:3]
+            rows.append(
+                (
+                    int(added) if added.isdigit() else 0,
+                    int(removed) if removed.isdigit() else 0,
+                    name,
+                )
+            )
+        return rows
+
+    def is_ancestor(self, path: Path, ancestor: str, descendant: str) -> bool:
+        done = self._run(path, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
+        return done.returncode == 0
+
+    def merges_cleanly(self, path: Path, base: str, head: str) -> bool | None:
+        """Whether ``head`` merges into ``base`` without conflicts (None if git cannot tell)."""
+        done = self._run(
+            path, "merge-tree", "--write-tree", "--no-messages", base, head, check=False
+        )
+        if done.returncode == 0:
+            return True
+        if done.returncode == 1:
+            return False
+        log.warning("mergeability_unknown", repo=str(path), error=done.stderr.strip())
+        return None
+
+    def diff_hunk(self, path: Path, base: str, head: str, file: str, line: int) -> str | None:
+        """GitHub's ``diff_hunk`` for a comment on ``line`` of ``file``: its hunk up to the line."""
+        done = self._run(
+            path, "diff", "--no-color", "--unified=3", f"{base}...{head}", "--", file, check=False
+        )
+        if done.returncode != 0:
+            return None
+        header: str | None = None
+        collected: list[str] = []
+        current = 0
+        for text in done.stdout.splitlines():
+            match = _HUNK.match(text)
+            if match:
+                header, collected, current = text, [], int(match.group(1))
+                continue
+            if header is None or text.startswith("\\"):
+                continue
+            collected.append(text)
+            if text.startswith("-"):
+                continue
+            if current == line:
+                return "\n".join([header, *collected])
+            current += 1
+        return None
+
+    # ---------------------------------------------------------------- writes
+
+    def set_ref(self, path: Path, branch: str, new: str | None, old: str | None) -> None:
+        """Move (or with ``new=None`` delete) a branch, only if it still points at ``old``."""
+        with self.lock_for(path):
+            if new is None:
+                self._run(path, "update-ref", "-d", f"refs/heads/{branch}", old or "")
+            else:
+                self._run(path, "update-ref", f"refs/heads/{branch}", new, old or "")
+
+    def merge(
+        self,
+        path: Path,
+        *,
+        base_branch: str,
+        head_sha: str,
+        method: str,
+        message: str,
+        committer: Identity,
+        moment: datetime,
+    ) -> str:
+        """Merge ``head_sha`` into ``base_branch`` with ``method``; return the new base SHA.
+
+        Raises `MergeConflict` (nothing changed) when the head does not apply cleanly.
+        """
+        if method not in MERGE_METHODS:
+            raise GitError(f"unknown merge method {method!r}")
+        with self.lock_for(path):
+            base_sha = self.resolve(path, f"refs/heads/{base_branch}")
+            if base_sha is None:
+                raise GitError(f"no base branch {base_branch}")
+            if method == "rebase":
+                new = self._rebase(path, base_sha, head_sha, committer, moment)
+            else:
+                done = self._run(
+                    path,
+                    "merge-tree",
+                    "--write-tree",
+                    "--no-messages",
+                    base_sha,
+                    head_sha,
+                    check=False,
+                )
+                if done.returncode != 0:
+                    raise MergeConflict(f"{head_sha} does not merge into {base_branch}")
+                tree = done.stdout.split()[0]
+                parents = ["-p", base_sha] + (["-p", head_sha] if method == "merge" else [])
+                if method == "squash":
+                    author = self._first_author(path, base_sha, head_sha) or committer
+                else:
+                    author = committer
+                env = self._identity_env(author, committer, moment)
+                new = self._run(
+                    path, "commit-tree", tree, *parents, "-m", message, env=env
+                ).stdout.strip()
+            self._run(path, "update-ref", f"refs/heads/{base_branch}", new, base_sha)
+            return new
+
+    def _first_author(self, path: Path, base: str, head: str) -> Identity | None:
+        commits = self.commits_between(path, base, head)
+        info = self.commit_info(path, commits[0]) if commits else None
+        return info.author if info else None
+
+    def _rebase(
+        self, path: Path, base_sha: str, head_sha: str, committer: Identity, moment: datetime
+    ) -> str:
+        env = self._identity_env(committer, committer, moment)
+        with tempfile.TemporaryDirectory(prefix="sim-rebase-") as scratch:
+            work = Path(scratch) / "work"
+            self._run(path, "worktree", "add", "--detach", "--quiet", str(work), head_sha)
+            try:
+                rebase_env = {
+                    **env,
+                    "GIT_EDITOR": "true",
+                    "GIT_SEQUENCE_EDITOR": "true",
+                }
+                done = self._run(
+                    path,
+                    "-c",
+                    f"user.name={committer.name}",
+                    "-c",
+                    f"user.email={committer.email}",
+                    "rebase",
+                    "--quiet",
+                    base_sha,
+                    env=rebase_env,
+                    check=False,
+                    cwd=work,
+                )
+                if done.returncode != 0:
+                    self._run(path, "rebase", "--abort", check=False, cwd=work)
+                    raise MergeConflict(f"{head_sha} does not rebase onto {base_sha}")
+                return self._run(path, "rev-parse", "HEAD", cwd=work).stdout.strip()
+            finally:
+                self._run(path, "worktree", "remove", "--force", str(work), check=False)
+                self._run(path, "worktree", "prune", check=False)

@@ -1,0 +1,328 @@
+"""The records the emulator keeps: accounts, repositories and what lives in them.
+
+Records are plain dataclasses holding only JSON-friendly values (strings,
+integers, booleans, lists and dicts of them, other records), so a whole state
+can be saved and loaded as JSON. Timestamps are GitHub-style strings
+(``2026-01-01T00:00:00Z``), which also sort correctly as text. People are
+referred to by login; labels on an issue by name.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+
+# GitHub's repository permission levels, weakest first.
+PERMISSION_LEVELS: tuple[str, ...] = ("read", "triage", "write", "maintain", "admin")
+
+REVIEW_STATES = frozenset({"APPROVED", "CHANGES_REQUESTED", "COMMENTED", "DISMISSED", "PENDING"})
+CHECK_STATUSES = frozenset(
+    {"queued", "in_progress", "completed", "waiting", "requested", "pending"}
+)
+CHECK_CONCLUSIONS = frozenset(
+    {
+        "success",
+        "failure",
+        "neutral",
+        "cancelled",
+        "skipped",
+        "timed_out",
+        "action_required",
+    }
+)
+STATUS_STATES = frozenset({"error", "failure", "pending", "success"})
+ANNOTATION_LEVELS = frozenset({"notice", "warning", "failure"})
+
+
+def make_node_id(kind: str, number: int) -> str:
+    """A global node id in GitHub's legacy shape: base64 of ``0<len>:<Kind><id>``."""
+    raw = f"0{len(kind)}:{kind}{number}".encode()
+    return base64.b64encode(raw).decode("ascii")
+
+
+def parse_node_id(node_id: str) -> tuple[str, int] | None:
+    """The (kind, id) inside a node id made by `make_node_id`, or None if it is not one."""
+    try:
+        raw = base64.b64decode(node_id.encode("ascii"), validate=True).decode("ascii")
+        size, rest = raw.split(":", 1)
+        length = int(size)
+        kind, number = rest[:length], rest[length:]
+        if len(kind) != length or not kind.isalpha():
+            return None
+        return kind, int(number)
+    except ValueError:
+        return None
+
+
+@dataclass(slots=True)
+class User:
+    """An account: a person, the product's bot, or an organization that owns repositories.
+
+    ``token`` authenticates the account (each login has at most one token);
+    organizations have none and cannot call the API.
+    """
+
+    id: int
+    login: str
+    node_id: str
+    token: str | None = None
+    bot: bool = False
+    organization: bool = False
+    name: str | None = None
+    email: str | None = None
+    created_at: str = ""
+
+    @property
+    def type(self) -> str:
+        """GitHub's account type: ``User``, ``Bot`` or ``Organization``."""
+        if self.organization:
+            return "Organization"
+        return "Bot" if self.bot else "User"
+
+
+@dataclass(slots=True)
+class Label:
+    """A repository label; issues refer to it by name (matched case-insensitively)."""
+
+    id: int
+    node_id: str
+    name: str
+    color: str = "ededed"
+    description: str | None = None
+    default: bool = False
+
+
+@dataclass(slots=True)
+class IssueComment:
+    """A conversation comment on an issue or a pull request."""
+
+    id: int
+    node_id: str
+    issue_number: int
+    author: str
+    body: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass(slots=True)
+class IssueEvent:
+    """One entry of an issue's event log (``labeled``, ``unlabeled``, ``closed``, ``merged`` ...).
+
+    ``label`` / ``label_color`` are set for label events, ``commit_id`` for
+    closing and merge events, ``requested_reviewer`` for review-request events,
+    ``rename_from`` / ``rename_to`` for ``renamed``.
+    """
+
+    id: int
+    node_id: str
+    issue_number: int
+    event: str
+    actor: str
+    created_at: str
+    label: str | None = None
+    label_color: str | None = None
+    commit_id: str | None = None
+    requested_reviewer: str | None = None
+    rename_from: str | None = None
+    rename_to: str | None = None
+
+
+@dataclass(slots=True)
+class Issue:
+    """An issue, or the issue half of a pull request (``is_pull``); both share one number line."""
+
+    number: int
+    id: int
+    node_id: str
+    title: str
+    author: str
+    created_at: str
+    updated_at: str
+    body: str | None = None
+    state: str = "open"
+    state_reason: str | None = None
+    labels: list[str] = field(default_factory=list)
+    assignees: list[str] = field(default_factory=list)
+    closed_at: str | None = None
+    closed_by: str | None = None
+    locked: bool = False
+    is_pull: bool = False
+
+
+@dataclass(slots=True)
+class PullRequest:
+    """The pull-request half of an issue number: branches, merge state, review requests.
+
+    ``head_sha`` follows the head branch while the pull request is open.
+    ``mergeable_override`` forces mergeability (None: compute it from git);
+    ``mergeable_cache`` remembers the last computed answer as
+    ``"<base sha>:<head sha>:<0|1>"``.
+    """
+
+    number: int
+    id: int
+    node_id: str
+    head_ref: str
+    base_ref: str
+    head_sha: str
+    draft: bool = False
+    merged: bool = False
+    merged_at: str | None = None
+    merged_by: str | None = None
+    merge_commit_sha: str | None = None
+    requested_reviewers: list[str] = field(default_factory=list)
+    mergeable_override: bool | None = None
+    mergeable_cache: str | None = None
+    maintainer_can_modify: bool = False
+
+
+@dataclass(slots=True)
+class Review:
+    """A submitted pull-request review: its state and the head commit it was made on."""
+
+    id: int
+    node_id: str
+    pull_number: int
+    author: str
+    state: str
+    body: str
+    commit_id: str
+    submitted_at: str
+
+
+@dataclass(slots=True)
+class ReviewComment:
+    """An inline (diff) comment; every one belongs to exactly one review thread.
+
+    ``in_reply_to_id`` is the first comment of the thread for replies, None
+    for the comment that opened it.
+    """
+
+    id: int
+    node_id: str
+    pull_number: int
+    thread_id: int
+    author: str
+    body: str
+    path: str
+    line: int | None
+    side: str
+    commit_id: str
+    original_commit_id: str
+    diff_hunk: str
+    created_at: str
+    updated_at: str
+    review_id: int | None = None
+    in_reply_to_id: int | None = None
+
+
+@dataclass(slots=True)
+class ReviewThread:
+    """A review thread: a file position plus its comments in order, and whether it is resolved."""
+
+    id: int
+    node_id: str
+    pull_number: int
+    path: str
+    line: int | None
+    side: str
+    diff_hunk: str
+    commit_id: str
+    comment_ids: list[int] = field(default_factory=list)
+    resolved: bool = False
+    resolved_by: str | None = None
+    outdated: bool = False
+
+
+@dataclass(slots=True)
+class CheckAnnotation:
+    """One annotation of a check run (a file range with a level and a message)."""
+
+    path: str
+    start_line: int
+    end_line: int
+    annotation_level: str
+    message: str
+    title: str | None = None
+    raw_details: str | None = None
+    start_column: int | None = None
+    end_column: int | None = None
+
+
+@dataclass(slots=True)
+class CheckRun:
+    """A check run on a commit, tied to a CI job (``job_id``) whose log text it carries."""
+
+    id: int
+    node_id: str
+    head_sha: str
+    name: str
+    status: str
+    job_id: int
+    conclusion: str | None = None
+    started_at: str | None = None
+    completed_at: str | None = None
+    output_title: str | None = None
+    output_summary: str | None = None
+    output_text: str | None = None
+    annotations: list[CheckAnnotation] = field(default_factory=list)
+    log: str = ""
+    external_id: str | None = None
+    details_url: str | None = None
+    app_slug: str = "github-actions"
+
+
+@dataclass(slots=True)
+class CommitStatus:
+    """A commit status (the older statuses API): a state per context on a SHA."""
+
+    id: int
+    node_id: str
+    sha: str
+    state: str
+    context: str
+    creator: str
+    created_at: str
+    updated_at: str
+    description: str | None = None
+    target_url: str | None = None
+
+
+@dataclass(slots=True)
+class Repo:
+    """A repository: permissions, labels, issues and pulls, reviews, checks and branch heads.
+
+    ``branches`` maps each branch name to its head SHA as last seen in the bare
+    repository; ``permissions`` maps logins to a level in `PERMISSION_LEVELS`
+    (the owner is always admin). Dict keys are ids, numbers or lower-cased names.
+    """
+
+    id: int
+    node_id: str
+    owner: str
+    name: str
+    created_at: str
+    updated_at: str
+    pushed_at: str
+    description: str | None = None
+    private: bool = False
+    default_branch: str = "main"
+    require_review: bool = True
+    next_number: int = 1
+    permissions: dict[str, str] = field(default_factory=dict)
+    branches: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, Label] = field(default_factory=dict)
+    issues: dict[int, Issue] = field(default_factory=dict)
+    pulls: dict[int, PullRequest] = field(default_factory=dict)
+    comments: dict[int, IssueComment] = field(default_factory=dict)
+    events: list[IssueEvent] = field(default_factory=list)
+    reviews: dict[int, Review] = field(default_factory=dict)
+    review_comments: dict[int, ReviewComment] = field(default_factory=dict)
+    threads: dict[int, ReviewThread] = field(default_factory=dict)
+    check_runs: dict[int, CheckRun] = field(default_factory=dict)
+    statuses: list[CommitStatus] = field(default_factory=list)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
