@@ -1,0 +1,217 @@
+"""Builders of the side effects the rules ask for, each with its stable idempotency key."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from orchestrator.domain.actions import SideEffect, SideEffectKind, side_effect
+from orchestrator.domain.flow import IssueContext
+from orchestrator.domain.phases import Phase
+from orchestrator.domain.policy import TrackerState
+from orchestrator.domain.results import GITHUB_BODY_LIMIT, BlockedQuestion, PRDescription, Review
+from orchestrator.domain.review import ThreadReply, render_review_comment
+from orchestrator.domain.snapshot import AgentOutcome, PullRequest
+
+BLOCKED_COMMENT_MARKER = "<!-- orchestrator-blocked-question -->"
+
+# The tracker state each phase shows; merging and done are left to humans and to closing.
+PHASE_STATE: dict[Phase, TrackerState | None] = {
+    Phase.IMPLEMENTING: TrackerState.IN_PROGRESS,
+    Phase.REVIEWING: TrackerState.IN_PROGRESS,
+    Phase.WAITING_FOR_CHECKS: TrackerState.IN_REVIEW,
+    Phase.WAITING_FOR_HUMAN: TrackerState.IN_REVIEW,
+    Phase.READY_TO_MERGE: TrackerState.IN_REVIEW,
+    Phase.REWORK: TrackerState.REWORK,
+    Phase.BLOCKED: TrackerState.BLOCKED,
+    Phase.MERGING: None,
+    Phase.DONE: None,
+}
+
+
+def branch_for(ctx: IssueContext) -> str:
+    """The issue's branch: the recorded one, else a name derived only from the number."""
+    recorded = ctx.record.workpad.branch
+    return recorded or f"{ctx.policy.pr.branch_prefix}issue-{ctx.ref.number}"
+
+
+def push_branch(ctx: IssueContext, head_sha: str, purpose: str) -> SideEffect:
+    """Push the workspace's ``head_sha`` to the issue branch."""
+    expected = ctx.pr.head_sha if ctx.pr is not None else None
+    return side_effect(
+        ctx.ref,
+        SideEffectKind.PUSH_BRANCH,
+        head_sha,
+        branch=branch_for(ctx),
+        head_sha=head_sha,
+        expected_remote_sha=expected,
+        purpose=purpose,
+    )
+
+
+def _with_closing_line(ctx: IssueContext, body: str) -> str:
+    closing = f"Closes #{ctx.ref.number}"
+    if ctx.policy.pr.closes_issue and closing.lower() not in body.lower():
+        body = f"{body}\n\n{closing}"
+    if len(body) > GITHUB_BODY_LIMIT:
+        notice = "\n\n(description truncated)"
+        body = body[: GITHUB_BODY_LIMIT - len(notice)] + notice
+    return body
+
+
+def pr_body(ctx: IssueContext, outcome: AgentOutcome | None) -> str:
+    """The pull request body: the agent's description, else a short default."""
+    if outcome is not None and isinstance(outcome.pr_description, PRDescription):
+        return _with_closing_line(ctx, outcome.pr_description.body)
+    return _with_closing_line(ctx, f"Work on #{ctx.ref.number}: {ctx.item.issue.title}")
+
+
+def create_pr(ctx: IssueContext, outcome: AgentOutcome) -> SideEffect:
+    """Find or create the pull request for the issue branch."""
+    branch = branch_for(ctx)
+    return side_effect(
+        ctx.ref,
+        SideEffectKind.CREATE_PR,
+        branch,
+        branch=branch,
+        base=ctx.policy.pr.base_branch,
+        title=ctx.item.issue.title,
+        body=pr_body(ctx, outcome),
+        draft=ctx.policy.pr.draft,
+    )
+
+
+def update_pr_body(ctx: IssueContext, pr: PullRequest, outcome: AgentOutcome) -> SideEffect | None:
+    """Rewrite the PR description from the agent's new ``pr-description.md``, if it left one."""
+    if not ctx.policy.pr.update_description or not isinstance(
+        outcome.pr_description, PRDescription
+    ):
+        return None
+    return side_effect(
+        ctx.ref,
+        SideEffectKind.UPDATE_PR_BODY,
+        f"{pr.number}:{outcome.run_id}",
+        pr_number=pr.number,
+        body=pr_body(ctx, outcome),
+    )
+
+
+def review_comment_key_target(review: Review, outcome: AgentOutcome) -> str:
+    """The key target of one review pass: the reviewed head and the turn that wrote it."""
+    return f"{review.head_sha}:{outcome.run_id}"
+
+
+def upsert_review_comment(
+    ctx: IssueContext, pr: PullRequest, review: Review, outcome: AgentOutcome, pass_number: int
+) -> SideEffect:
+    """Create or update the PR's single review comment with this pass."""
+    return side_effect(
+        ctx.ref,
+        SideEffectKind.UPSERT_REVIEW_COMMENT,
+        review_comment_key_target(review, outcome),
+        pr_number=pr.number,
+        head_sha=review.head_sha,
+        pass_number=pass_number,
+        body=render_review_comment(
+            review, pass_number=pass_number, max_passes=ctx.policy.review.max_passes
+        ),
+    )
+
+
+def thread_effects(ctx: IssueContext, reply: ThreadReply, run_id: str) -> list[SideEffect]:
+    """Reply on a review thread, then resolve it when the reply settles it."""
+    target = f"{reply.thread_id}:{run_id}"
+    effects = [
+        side_effect(
+            ctx.ref,
+            SideEffectKind.REPLY_THREAD,
+            target,
+            thread_id=reply.thread_id,
+            body=reply.body,
+        )
+    ]
+    if reply.resolve:
+        effects.append(
+            side_effect(ctx.ref, SideEffectKind.RESOLVE_THREAD, target, thread_id=reply.thread_id)
+        )
+    return effects
+
+
+def request_review(ctx: IssueContext, pr: PullRequest, head_sha: str) -> SideEffect | None:
+    """Ask the configured reviewers to look again at the new head."""
+    if not ctx.policy.pr.reviewers:
+        return None
+    return side_effect(
+        ctx.ref,
+        SideEffectKind.REQUEST_REVIEW,
+        head_sha,
+        pr_number=pr.number,
+        reviewers=ctx.policy.pr.reviewers,
+    )
+
+
+def post_comment(ctx: IssueContext, target: str, body: str) -> SideEffect:
+    """A comment on the issue (a question for a human, or a notice)."""
+    if len(body) > GITHUB_BODY_LIMIT:
+        body = body[: GITHUB_BODY_LIMIT - 20] + "\n\n(truncated)"
+    return side_effect(ctx.ref, SideEffectKind.POST_COMMENT, target, body=body)
+
+
+def blocked_question_comment(
+    ctx: IssueContext, run_id: str, question: BlockedQuestion
+) -> SideEffect:
+    """Ask a human the agent's question on the issue."""
+    body = (
+        f"{BLOCKED_COMMENT_MARKER}\n**The agent needs a human ({question.reason}).**\n\n"
+        f"{question.text}\n\nReply here to continue."
+    )
+    return post_comment(ctx, f"blocked:{run_id}", body)
+
+
+def merge_pr(ctx: IssueContext, pr: PullRequest) -> SideEffect:
+    """Merge the PR only if its head is still exactly ``pr.head_sha``."""
+    return side_effect(
+        ctx.ref,
+        SideEffectKind.MERGE_PR,
+        pr.head_sha,
+        pr_number=pr.number,
+        head_sha=pr.head_sha,
+        method=ctx.policy.merge.method.value,
+    )
+
+
+def close_issue(ctx: IssueContext, pr: PullRequest) -> SideEffect:
+    """Close the issue after its PR's merge was confirmed (tracker Done)."""
+    return side_effect(
+        ctx.ref,
+        SideEffectKind.CLOSE_ISSUE,
+        f"merged:{pr.merge_commit_sha or pr.head_sha}",
+        reason="completed",
+        pr_number=pr.number,
+    )
+
+
+def state_labels(ctx: IssueContext) -> SideEffect | None:
+    """Show the current phase's tracker state as a label; keep humans' approval labels."""
+    state = PHASE_STATE[ctx.phase]
+    wanted = ctx.policy.state_labels.get(state) if state is not None else None
+    if wanted is None:
+        return None
+    labels = ctx.item.issue.labels
+    others = ctx.policy.other_state_labels(wanted)
+    if wanted in labels and labels.isdisjoint(others):
+        return None
+    keep = ctx.policy.approval_labels
+    remove = tuple(sorted(label for label in labels & others if label not in keep))
+    if wanted in labels and not remove:
+        return None
+    return side_effect(
+        ctx.ref,
+        SideEffectKind.SET_LABELS,
+        f"{wanted}@{_stamp(ctx.record.phase_since)}",
+        add=(wanted,),
+        remove=remove,
+    )
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.isoformat()

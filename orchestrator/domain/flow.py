@@ -1,0 +1,202 @@
+"""What the per-phase rules share: the view of one issue and the decision they build.
+
+Each phase's rules read an :class:`IssueContext` and fill an :class:`IssueDecision`;
+the planner then applies rollout mode, kill switches and concurrency to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from orchestrator.domain.actions import Cancel, Dispatch, SideEffect, Transition
+from orchestrator.domain.gates import Gates, qualifies_as_human
+from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMode, WaitingReason
+from orchestrator.domain.policy import FlowPolicy
+from orchestrator.domain.review import bouncing_threads, passes_in_lineage
+from orchestrator.domain.snapshot import (
+    IssueRef,
+    IssueSnapshot,
+    PRStatus,
+    PullRequest,
+    ReviewThread,
+    ReviewVerdict,
+    RunningAgent,
+    StoredRecord,
+)
+
+
+@dataclass(slots=True)
+class IssueContext:
+    """Everything the rules may read about one issue during one plan."""
+
+    item: IssueSnapshot
+    record: StoredRecord
+    policy: FlowPolicy
+    now: datetime
+    gates: Gates
+    mode: RolloutMode
+    running: RunningAgent | None
+    self_login: str | None
+
+    @property
+    def ref(self) -> IssueRef:
+        """The issue's reference."""
+        return self.item.issue.ref
+
+    @property
+    def phase(self) -> Phase:
+        """The phase the store says the issue is in."""
+        return self.record.phase
+
+    @property
+    def pr(self) -> PullRequest | None:
+        """The issue's pull request as inspected this tick."""
+        return self.item.pr
+
+    def completed(self, key: str) -> bool:
+        """Whether the outbox marked the side effect with this key done."""
+        return key in self.record.completed_effects
+
+
+@dataclass(slots=True)
+class IssueDecision:
+    """The actions the rules chose for one issue, before mode and capacity are applied."""
+
+    next_action: str
+    transition: Transition | None = None
+    dispatch: Dispatch | None = None
+    cancel: Cancel | None = None
+    effects: list[SideEffect] = field(default_factory=list)
+    waiting_reason: WaitingReason | None = None
+
+
+def move(
+    ctx: IssueContext,
+    to_phase: Phase,
+    reason: str,
+    waiting_reason: WaitingReason | None = None,
+    *,
+    next_action: str | None = None,
+) -> IssueDecision:
+    """A decision to change phase (the caller guarantees the pair is allowed)."""
+    return IssueDecision(
+        next_action=next_action or f"move to {to_phase}",
+        transition=Transition(ctx.ref, ctx.phase, to_phase, reason, waiting_reason),
+        waiting_reason=waiting_reason,
+    )
+
+
+def wait(ctx: IssueContext, next_action: str, reason: WaitingReason | None = None) -> IssueDecision:
+    """A decision to do nothing this tick."""
+    return IssueDecision(next_action=next_action, waiting_reason=reason)
+
+
+def dispatch(ctx: IssueContext, reason: str, phase: Phase | None = None) -> IssueDecision:
+    """A decision to run an agent turn in the current (or given) agent phase."""
+    target = phase or ctx.phase
+    return IssueDecision(
+        next_action=f"run an agent turn ({target})",
+        dispatch=Dispatch(ctx.ref, target, ctx.record.attempt + 1, reason),
+    )
+
+
+def resume_target(ctx: IssueContext) -> Phase:
+    """Where a blocked issue goes back to: where the flow was, never straight into merging."""
+    resume = ctx.record.resume_phase
+    if resume is Phase.MERGING:
+        return Phase.READY_TO_MERGE
+    if resume is None or PHASE_CLASS[resume] is PhaseClass.TERMINAL or resume is Phase.BLOCKED:
+        has_pr = ctx.pr is not None or ctx.record.workpad.pr is not None
+        return Phase.WAITING_FOR_CHECKS if has_pr else ctx.policy.default_phase
+    return resume
+
+
+def enter_rework(ctx: IssueContext, reason: str) -> IssueDecision:
+    """Rework, unless that would exceed the rework limit: then blocked for a human."""
+    if ctx.record.rework_cycles >= ctx.policy.max_rework_cycles:
+        return move(
+            ctx,
+            Phase.BLOCKED,
+            f"{reason}; rework limit of {ctx.policy.max_rework_cycles} reached",
+            WaitingReason.REWORK_LIMIT_EXCEEDED,
+            next_action="ask an operator: rework limit reached",
+        )
+    return move(ctx, Phase.REWORK, reason, next_action=f"rework: {reason}")
+
+
+def head_needs_review(ctx: IssueContext, pr: PullRequest) -> bool:
+    """The current head is neither reviewed nor one of our own review-fix commits."""
+    if not ctx.policy.review.enabled:
+        return False
+    state = ctx.record.workpad.review
+    return pr.head_sha not in (state.last_reviewed_head_sha, state.last_fixed_head_sha)
+
+
+def review_budget_spent(ctx: IssueContext, pr: PullRequest) -> bool:
+    """The head is an unreviewed fix commit and no review pass is left in its lineage."""
+    state = ctx.record.workpad.review
+    return (
+        ctx.policy.review.enabled
+        and pr.head_sha == state.last_fixed_head_sha
+        and pr.head_sha != state.last_reviewed_head_sha
+        and passes_in_lineage(state, pr.head_sha) >= ctx.policy.review.max_passes
+    )
+
+
+def _is_self(login: str, self_login: str | None) -> bool:
+    return self_login is not None and login.lower() == self_login.lower()
+
+
+def last_word_is_ours(thread: ReviewThread, self_login: str | None) -> bool:
+    """The daemon wrote the thread's latest comment (it waits for the other side)."""
+    author = thread.last_comment_author or thread.author
+    return _is_self(author.login, self_login)
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """What the pull request asks for, beyond checks: threads and review verdicts."""
+
+    actionable: tuple[ReviewThread, ...]
+    bouncing: tuple[ReviewThread, ...]
+    awaiting_human: tuple[ReviewThread, ...]
+    changes_requested: bool
+
+
+def pr_feedback(ctx: IssueContext, pr: PullRequest) -> Feedback:
+    """Open threads split into actionable, bouncing and waiting on a human; new change requests."""
+    open_threads = tuple(
+        t for t in pr.threads if not t.is_resolved and not _is_self(t.author.login, ctx.self_login)
+    )
+    bouncing_ids = (
+        bouncing_threads(ctx.record.thread_history, open_threads, ctx.policy.review)
+        if ctx.record.thread_history
+        else frozenset()
+    )
+    actionable: list[ReviewThread] = []
+    bouncing: list[ReviewThread] = []
+    awaiting: list[ReviewThread] = []
+    for thread in open_threads:
+        if last_word_is_ours(thread, ctx.self_login):
+            awaiting.append(thread)
+        elif thread.id in bouncing_ids:
+            bouncing.append(thread)
+        else:
+            actionable.append(thread)
+    latest: dict[str, tuple[ReviewVerdict, str]] = {}
+    for review in sorted(pr.reviews, key=lambda r: r.submitted_at) if pr.reviews else ():
+        if review.verdict is not ReviewVerdict.COMMENTED and qualifies_as_human(
+            review.author, ctx.self_login
+        ):
+            latest[review.author.login.lower()] = (review.verdict, review.commit_sha)
+    changes = any(
+        verdict is ReviewVerdict.CHANGES_REQUESTED and sha == pr.head_sha
+        for verdict, sha in latest.values()
+    )
+    return Feedback(tuple(actionable), tuple(bouncing), tuple(awaiting), changes)
+
+
+def pr_is_gone(pr: PullRequest | None) -> bool:
+    """The pull request was closed without being merged."""
+    return pr is not None and pr.status is PRStatus.CLOSED

@@ -1,0 +1,236 @@
+"""Rules of the agent phases (implementing, reviewing, rework): dispatch, retry, and results.
+
+A finished turn is handled in two steps: first its side effects (push, PR, review
+comment, thread replies) are asked for; once the outbox shows them done and the
+pull request shows the pushed head, the phase moves on. A crash between the two
+steps only repeats the same idempotent effects.
+"""
+
+from __future__ import annotations
+
+from orchestrator.domain import effects
+from orchestrator.domain.actions import Cancel, SideEffect
+from orchestrator.domain.flow import IssueContext, IssueDecision, dispatch, move, wait
+from orchestrator.domain.outcomes import (
+    blocked_question,
+    failure_reason,
+    fresh_outcome,
+    turn_failure,
+)
+from orchestrator.domain.phases import Phase, WaitingReason
+from orchestrator.domain.results import FixSummary, Review
+from orchestrator.domain.retry import RetryKind, decide_retry, is_due
+from orchestrator.domain.review import (
+    bounce_counts,
+    evaluate_fix_summary,
+    needs_fix_pass,
+    passes_in_lineage,
+)
+from orchestrator.domain.snapshot import AgentOutcome, OutcomeKind, PullRequest
+
+
+def decide_agent_phase(ctx: IssueContext) -> IssueDecision:
+    """Rules for implementing, reviewing and rework."""
+    if ctx.running is not None:
+        if ctx.running.phase is not ctx.phase:
+            decision = wait(ctx, "stop the turn of a phase the issue left")
+            decision.cancel = Cancel(ctx.ref, "phase_changed")
+            return decision
+        return wait(ctx, f"wait for the running agent turn ({ctx.phase})")
+    if ctx.phase is Phase.REVIEWING and not ctx.policy.review.enabled:
+        return move(ctx, Phase.WAITING_FOR_CHECKS, "review_disabled", WaitingReason.CHECKS_PENDING)
+    if ctx.phase is not Phase.IMPLEMENTING and ctx.pr is None:
+        if ctx.record.workpad.pr is None:
+            return move(
+                ctx,
+                Phase.BLOCKED,
+                "no pull request for this phase",
+                WaitingReason.MISSING_CONTEXT,
+                next_action="ask a human: the issue has no pull request",
+            )
+        return wait(ctx, "wait for the pull request state")
+    outcome = fresh_outcome(ctx.record)
+    if outcome is None:
+        if (
+            ctx.phase is Phase.REVIEWING
+            and ctx.pr is not None
+            and ctx.pr.head_sha == ctx.record.workpad.review.last_reviewed_head_sha
+        ):
+            return move(
+                ctx, Phase.WAITING_FOR_CHECKS, "head_already_reviewed", WaitingReason.CHECKS_PENDING
+            )
+        return _continue(ctx, "start" if ctx.record.last_outcome is None else "continue")
+    if outcome.kind is OutcomeKind.CANCELLED:
+        # Stopped by the daemon (kill switch, ownership, phase change): not a failure.
+        return _continue(ctx, "continue after a cancelled turn")
+    question = blocked_question(outcome)
+    if question is not None:
+        decision = move(
+            ctx,
+            Phase.BLOCKED,
+            "agent_asked_a_question",
+            question.reason,
+            next_action="wait for a human's reply to the agent's question",
+        )
+        decision.effects.append(effects.blocked_question_comment(ctx, outcome.run_id, question))
+        return decision
+    failure = turn_failure(outcome, ctx.record.workpad)
+    if failure is not None:
+        return _after_failure(ctx, outcome, failure)
+    moved = _head_moved_during_turn(ctx, outcome)
+    if moved is not None:
+        return moved
+    if ctx.phase is Phase.IMPLEMENTING:
+        return _after_implementing(ctx, outcome)
+    if ctx.phase is Phase.REVIEWING:
+        return _after_reviewing(ctx, outcome)
+    return _after_rework(ctx, outcome)
+
+
+def _continue(ctx: IssueContext, reason: str) -> IssueDecision:
+    if not is_due(ctx.record.retry_due_at, ctx.now):
+        return wait(ctx, f"retry {ctx.phase} after {ctx.record.retry_due_at}")
+    return dispatch(ctx, reason)
+
+
+def _after_failure(ctx: IssueContext, outcome: AgentOutcome, failure: str) -> IssueDecision:
+    decision = decide_retry(
+        failed=True,
+        failures=max(ctx.record.attempt, 1),
+        finished_at=outcome.finished_at,
+        max_backoff_ms=ctx.policy.max_retry_backoff_ms,
+        max_failures=ctx.policy.max_failed_attempts,
+    )
+    if decision.kind is RetryKind.GIVE_UP:
+        return move(
+            ctx,
+            Phase.BLOCKED,
+            f"{ctx.record.attempt} failed turns: {failure}",
+            failure_reason(outcome),
+            next_action="ask a human: the agent keeps failing",
+        )
+    due = ctx.record.retry_due_at or decision.due_at
+    if not is_due(due, ctx.now):
+        return wait(ctx, f"retry {ctx.phase} after {due} ({failure})")
+    return dispatch(ctx, f"retry: {failure}")
+
+
+def _pushed(ctx: IssueContext, outcome: AgentOutcome) -> bool:
+    if not outcome.committed:
+        return True
+    return ctx.pr is not None and ctx.pr.head_sha == outcome.head_after
+
+
+def _head_moved_during_turn(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision | None:
+    """Someone else pushed while the agent worked: keep everything and ask a human."""
+    pr = ctx.pr
+    if pr is None or not outcome.committed or outcome.head_before is None:
+        return None
+    if pr.head_sha in (outcome.head_before, outcome.head_after):
+        return None
+    decision = move(
+        ctx,
+        Phase.BLOCKED,
+        "the branch moved during the agent turn",
+        WaitingReason.MISSING_CONTEXT,
+        next_action="ask a human: the branch moved while the agent worked",
+    )
+    decision.effects.append(
+        effects.post_comment(
+            ctx,
+            f"head-moved:{outcome.run_id}",
+            f"The pull request head moved to `{pr.head_sha[:12]}` while the agent was working "
+            f"from `{outcome.head_before[:12]}`; its commits were not pushed. Reply here or ask "
+            "an operator to resume once the branch is settled.",
+        )
+    )
+    return decision
+
+
+def _after_implementing(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
+    pending: list[SideEffect] = []
+    if outcome.committed and not _pushed(ctx, outcome):
+        assert outcome.head_after is not None
+        pending.append(effects.push_branch(ctx, outcome.head_after, "implementation"))
+    if ctx.pr is None:
+        pending.append(effects.create_pr(ctx, outcome))
+    elif (update := effects.update_pr_body(ctx, ctx.pr, outcome)) is not None:
+        pending.append(update)
+    pending = [e for e in pending if not ctx.completed(e.idempotency_key)]
+    if pending or ctx.pr is None or not _pushed(ctx, outcome):
+        decision = wait(ctx, "push the branch and open the pull request")
+        decision.effects.extend(pending)
+        return decision
+    if ctx.policy.review.enabled:
+        return move(ctx, Phase.REVIEWING, "implementation_pushed", next_action="self-review")
+    return move(
+        ctx, Phase.WAITING_FOR_CHECKS, "implementation_pushed", WaitingReason.CHECKS_PENDING
+    )
+
+
+def _after_reviewing(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
+    """A review turn fixes the previous pass's findings (if any), then reviews the final HEAD."""
+    review = outcome.review
+    assert isinstance(review, Review) and ctx.pr is not None
+    pr = ctx.pr
+    state = ctx.record.workpad.review
+    pending: list[SideEffect] = []
+    if outcome.committed and not _pushed(ctx, outcome):
+        assert outcome.head_after is not None
+        pending.append(effects.push_branch(ctx, outcome.head_after, "review_fix"))
+    pass_number = passes_in_lineage(state, outcome.head_before) + 1
+    comment = effects.upsert_review_comment(ctx, pr, review, outcome, pass_number)
+    if not ctx.completed(comment.idempotency_key):
+        pending.append(comment)
+    if pending:
+        decision = wait(ctx, "push the review fixes and persist the review")
+        decision.effects.extend(pending)
+        return decision
+    if needs_fix_pass(review, None, state, ctx.policy.review):
+        return dispatch(ctx, "fix the findings of the last review pass")
+    return move(ctx, Phase.WAITING_FOR_CHECKS, "review_done", WaitingReason.CHECKS_PENDING)
+
+
+def _after_rework(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
+    summary = outcome.fix_summary
+    assert isinstance(summary, FixSummary) and ctx.pr is not None
+    pr: PullRequest = ctx.pr
+    pending: list[SideEffect] = []
+    if outcome.committed and not _pushed(ctx, outcome):
+        assert outcome.head_after is not None
+        pending.append(effects.push_branch(ctx, outcome.head_after, "rework"))
+    bounces = bounce_counts(ctx.record.thread_history, pr.threads)
+    evaluation = evaluate_fix_summary(
+        summary,
+        pr.threads,
+        committed=outcome.committed,
+        bounces=bounces,
+        bounce_threshold=ctx.policy.review.bounce_threshold,
+    )
+    for reply in evaluation.replies:
+        pending.extend(effects.thread_effects(ctx, reply, outcome.run_id))
+    if (update := effects.update_pr_body(ctx, pr, outcome)) is not None:
+        pending.append(update)
+    ask = (
+        effects.request_review(ctx, pr, outcome.head_after)
+        if outcome.committed and outcome.head_after is not None
+        else None
+    )
+    if ask is not None:
+        pending.append(ask)
+    pending = [e for e in pending if not ctx.completed(e.idempotency_key)]
+    if pending or not _pushed(ctx, outcome):
+        decision = wait(ctx, "push the rework and answer the review threads")
+        decision.effects.extend(pending)
+        return decision
+    if outcome.committed and ctx.policy.review.enabled:
+        return move(ctx, Phase.REVIEWING, "rework_pushed", next_action="self-review the rework")
+    if not outcome.committed and evaluation.escalated:
+        return move(
+            ctx,
+            Phase.WAITING_FOR_HUMAN,
+            "review threads need a human decision",
+            WaitingReason.HUMAN_APPROVAL_REQUIRED,
+            next_action="wait for a human to decide the open review threads",
+        )
+    return move(ctx, Phase.WAITING_FOR_CHECKS, "rework_done", WaitingReason.CHECKS_PENDING)

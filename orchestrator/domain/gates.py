@@ -1,0 +1,262 @@
+"""The named gates of an issue, evaluated from its record, its pull request and the policy.
+
+Merging needs every gate to pass (or not apply) on one and the same head commit;
+the workpad and the dashboard show the gates so an operator sees why nothing happens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from enum import StrEnum
+from functools import lru_cache
+from types import MappingProxyType
+from typing import NamedTuple
+
+from orchestrator.domain.phases import GateValue
+from orchestrator.domain.policy import ApprovalSource, FlowPolicy
+from orchestrator.domain.snapshot import (
+    Actor,
+    ChecksSummary,
+    IssueSnapshot,
+    KillSwitches,
+    LabelAction,
+    LabelEvent,
+    PRStatus,
+    PullRequest,
+    ReviewVerdict,
+)
+from orchestrator.domain.workpad import ReviewState
+
+PASS = GateValue.PASS
+PENDING = GateValue.PENDING
+FAIL = GateValue.FAIL
+REQUIRED = GateValue.REQUIRED
+NOT_APPLICABLE = GateValue.NOT_APPLICABLE
+_SATISFIED = frozenset({PASS, NOT_APPLICABLE})
+
+
+class GateName(StrEnum):
+    """The gates, by the names operators see."""
+
+    OWNERSHIP = "ownership"
+    KILL_SWITCH = "kill_switch"
+    CHECKS = "checks"
+    HUMAN_APPROVAL = "human_approval"
+    MERGEABILITY = "mergeability"
+    HEAD_MATCH = "head_match"
+    REVIEW = "review"
+
+
+# Field order of Gates, by gate name.
+_GATE_ORDER = (
+    GateName.OWNERSHIP,
+    GateName.KILL_SWITCH,
+    GateName.CHECKS,
+    GateName.HUMAN_APPROVAL,
+    GateName.MERGEABILITY,
+    GateName.HEAD_MATCH,
+    GateName.REVIEW,
+)
+
+
+class Gates(NamedTuple):
+    """The value of every gate for one issue at one moment."""
+
+    ownership: GateValue
+    kill_switch: GateValue
+    checks: GateValue
+    human_approval: GateValue
+    mergeability: GateValue
+    head_match: GateValue
+    review: GateValue
+
+    def as_mapping(self) -> Mapping[str, GateValue]:
+        """The gates by name, for the workpad observation."""
+        return _mapping_of(self)
+
+    @property
+    def merge_ready(self) -> bool:
+        """Every gate passes or does not apply: a merge of the current head is allowed."""
+        return (
+            self.ownership is PASS
+            and self.kill_switch is PASS
+            and self.checks in _SATISFIED
+            and self.human_approval in _SATISFIED
+            and self.mergeability is PASS
+            and self.head_match in _SATISFIED
+            and self.review in _SATISFIED
+        )
+
+    def blocking(self) -> tuple[str, ...]:
+        """Names of the gates that keep a merge from happening now."""
+        names = []
+        for name, value in self.as_mapping().items():
+            if name in (GateName.OWNERSHIP, GateName.KILL_SWITCH, GateName.MERGEABILITY):
+                if value is not PASS:
+                    names.append(name)
+            elif value not in _SATISFIED:
+                names.append(name)
+        return tuple(names)
+
+
+@lru_cache(maxsize=1024)
+def _mapping_of(gates: Gates) -> Mapping[str, GateValue]:
+    # Few distinct combinations exist; sharing one read-only mapping per combination
+    # keeps a large tick from allocating one per issue.
+    return MappingProxyType(dict(zip(_GATE_ORDER, gates, strict=True)))
+
+
+def qualifies_as_human(actor: Actor, self_login: str | None) -> bool:
+    """A human with write permission who is not the daemon itself."""
+    if actor.is_bot or not actor.can_write:
+        return False
+    return self_login is None or actor.login.lower() != self_login.lower()
+
+
+def checks_state(checks: ChecksSummary | None, head_sha: str, required: Iterable[str]) -> GateValue:
+    """Pass, pending or fail for the checks reported on ``head_sha``."""
+    if checks is None or checks.head_sha != head_sha:
+        return PENDING
+    wanted = required if isinstance(required, frozenset) else frozenset(required)
+    if wanted:
+        if wanted & checks.failing:
+            return FAIL
+        if wanted <= checks.passed:
+            return PASS
+        return PENDING
+    if checks.failing:
+        return FAIL
+    if checks.pending or not checks.passed:
+        return PENDING
+    return PASS
+
+
+def _label_added_by_human(label: str, events: Iterable[LabelEvent], self_login: str | None) -> bool:
+    latest: LabelEvent | None = None
+    for event in events:
+        if event.label == label and (latest is None or event.at >= latest.at):
+            latest = event
+    return (
+        latest is not None
+        and latest.action is LabelAction.ADDED
+        and qualifies_as_human(latest.actor, self_login)
+    )
+
+
+def approved_by_label(item: IssueSnapshot, policy: FlowPolicy, self_login: str | None) -> bool:
+    """An approval label is present and its latest addition was by a qualified human."""
+    wanted = policy.approval_labels
+    pr_labels = item.pr.labels if item.pr is not None else frozenset()
+    if wanted.isdisjoint(item.issue.labels) and wanted.isdisjoint(pr_labels):
+        return False
+    for label in wanted:
+        if label in item.issue.labels and _label_added_by_human(
+            label, item.issue.label_events, self_login
+        ):
+            return True
+        if (
+            item.pr is not None
+            and label in item.pr.labels
+            and _label_added_by_human(label, item.pr.label_events, self_login)
+        ):
+            return True
+    return False
+
+
+def approved_by_review(pr: PullRequest | None, self_login: str | None) -> bool:
+    """A qualified human's latest review approves exactly the current head."""
+    if pr is None or not pr.reviews:
+        return False
+    latest: dict[str, tuple[ReviewVerdict, str]] = {}
+    for review in sorted(pr.reviews, key=lambda r: r.submitted_at):
+        if review.verdict is ReviewVerdict.COMMENTED:
+            continue
+        if qualifies_as_human(review.author, self_login):
+            latest[review.author.login.lower()] = (review.verdict, review.commit_sha)
+    approvals = [sha for verdict, sha in latest.values() if verdict is ReviewVerdict.APPROVED]
+    blocked = any(v is ReviewVerdict.CHANGES_REQUESTED for v, _ in latest.values())
+    return not blocked and pr.head_sha in approvals
+
+
+def human_approval_gate(
+    item: IssueSnapshot, policy: FlowPolicy, self_login: str | None
+) -> GateValue:
+    """Pass when the approval policy's source shows a qualified human's approval."""
+    if not policy.merge.require_human_approval:
+        return NOT_APPLICABLE
+    source = policy.merge.approval_source
+    if source in (ApprovalSource.LABEL, ApprovalSource.LABEL_OR_REVIEW) and approved_by_label(
+        item, policy, self_login
+    ):
+        return PASS
+    if source in (ApprovalSource.REVIEW, ApprovalSource.LABEL_OR_REVIEW) and approved_by_review(
+        item.pr, self_login
+    ):
+        return PASS
+    return REQUIRED
+
+
+_NO_REVIEW = ReviewState()
+
+
+def evaluate_gates(
+    item: IssueSnapshot,
+    policy: FlowPolicy,
+    switches: KillSwitches,
+    self_login: str | None,
+) -> Gates:
+    """Every gate of one issue (written as one pass: it runs for every tracked issue each tick)."""
+    issue = item.issue
+    labels = issue.labels
+    pr = item.pr
+    record = item.record
+    review = record.workpad.review if record is not None else _NO_REVIEW
+
+    # ownership: the label, and a record that still says it is owned.
+    owned = policy.ownership_label in labels and (record is None or record.workpad.owned)
+
+    # kill_switch: the local file, a repo-wide switch, or the stop label on the issue or PR.
+    stop = policy.kill_switch_label
+    killed = (
+        switches.covers_repo(issue.ref.repo)
+        or stop in labels
+        or (pr is not None and stop in pr.labels)
+    )
+
+    # checks: green on exactly the current head.
+    merge = policy.merge
+    if not merge.require_green_checks:
+        checks = NOT_APPLICABLE
+    elif pr is None:
+        checks = PENDING
+    else:
+        checks = checks_state(pr.checks, pr.head_sha, merge.required_checks)
+
+    # mergeability: GitHub's flag, pending while unknown or once the PR is no longer open.
+    if pr is None or pr.status is not PRStatus.OPEN or pr.mergeable is None:
+        mergeability = PENDING
+    else:
+        mergeability = PASS if pr.mergeable else FAIL
+
+    # head_match: the reviewed head is the current one; review: a pass persisted for it.
+    reviewed = review.last_reviewed_head_sha
+    if not policy.review.enabled:
+        head_match = review_value = NOT_APPLICABLE
+    elif pr is None or reviewed is None:
+        head_match = review_value = PENDING
+    elif reviewed == pr.head_sha:
+        head_match = PASS
+        review_value = PASS if review.passes_completed > 0 else PENDING
+    else:
+        head_match = FAIL
+        review_value = PENDING
+
+    return Gates(
+        ownership=PASS if owned else FAIL,
+        kill_switch=FAIL if killed else PASS,
+        checks=checks,
+        human_approval=human_approval_gate(item, policy, self_login),
+        mergeability=mergeability,
+        head_match=head_match,
+        review=review_value,
+    )

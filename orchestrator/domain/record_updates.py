@@ -1,0 +1,237 @@
+"""Pure reducers that fold executed actions and finished turns into an issue's stored record.
+
+The executor applies a transition, a side effect's result or a turn's outcome
+through these functions, so what the planner expects and what the store keeps
+are computed by the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from types import MappingProxyType
+
+from orchestrator.domain.actions import Dispatch, Observe, SideEffect, SideEffectKind, Transition
+from orchestrator.domain.outcomes import turn_failure
+from orchestrator.domain.phases import Phase
+from orchestrator.domain.policy import FlowPolicy
+from orchestrator.domain.results import FixSummary, FixTargetKind
+from orchestrator.domain.retry import decide_retry
+from orchestrator.domain.snapshot import (
+    AgentOutcome,
+    ReviewThread,
+    StoredRecord,
+    ThreadHistoryEntry,
+)
+from orchestrator.domain.workpad import (
+    PRRef,
+    ReviewState,
+    WorkpadRecord,
+    WorkpadStatus,
+    parse_workpad,
+)
+
+# Entries to passive phases that count as a new rework cycle.
+_REWORK_ENTRY_FROM = frozenset({Phase.WAITING_FOR_CHECKS, Phase.WAITING_FOR_HUMAN})
+
+
+def new_record(phase: Phase, now: datetime) -> StoredRecord:
+    """The record of an issue claimed now in ``phase``."""
+    return StoredRecord(phase=phase, phase_since=now, workpad=WorkpadRecord(phase=phase))
+
+
+def apply_dispatch(record: StoredRecord | None, dispatch: Dispatch, now: datetime) -> StoredRecord:
+    """A dispatch claims an issue that had no record; otherwise the record is unchanged."""
+    if record is None:
+        return new_record(dispatch.phase, now)
+    return record
+
+
+def apply_transition(record: StoredRecord, transition: Transition, now: datetime) -> StoredRecord:
+    """The record after a phase change; review, rework and merge state are kept."""
+    if record.phase is not transition.from_phase:
+        raise ValueError(
+            f"transition from {transition.from_phase} applied to a record in {record.phase}"
+        )
+    to_phase = transition.to_phase
+    cycles = record.rework_cycles
+    if to_phase is Phase.REWORK and record.phase in _REWORK_ENTRY_FROM:
+        cycles += 1
+    resume = record.resume_phase
+    if to_phase is Phase.BLOCKED:
+        resume = record.phase
+    elif record.phase is Phase.BLOCKED:
+        resume = None
+    workpad = replace(
+        record.workpad.with_phase(to_phase, transition.waiting_reason, now),
+        rework_cycles=cycles,
+    )
+    return replace(
+        record,
+        phase=to_phase,
+        phase_since=now,
+        workpad=workpad,
+        rework_cycles=cycles,
+        waiting_reason=transition.waiting_reason,
+        resume_phase=resume,
+        retry_due_at=None,
+        attempt=0,
+        operator_request=None if record.phase is Phase.BLOCKED else record.operator_request,
+    )
+
+
+@dataclass(frozen=True)
+class EffectResult:
+    """What the executor learned from one side effect (``data`` holds ids, urls, shas)."""
+
+    ok: bool
+    data: Mapping[str, str | int | None] = field(default_factory=lambda: MappingProxyType({}))
+    error: str | None = None
+
+
+def _text(data: Mapping[str, str | int | None], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) else None
+
+
+def _number(data: Mapping[str, str | int | None], key: str) -> int | None:
+    value = data.get(key)
+    return value if isinstance(value, int) else None
+
+
+def apply_effect_result(
+    record: StoredRecord, effect: SideEffect, result: EffectResult, now: datetime
+) -> StoredRecord:
+    """The record after a side effect ran: its key marked done, workpad facts updated."""
+    workpad = record.workpad
+    payload = effect.payload
+    kind = effect.kind
+    if kind is SideEffectKind.MERGE_PR:
+        head = payload.get("head_sha")
+        attempted = replace(
+            workpad.merge,
+            last_attempted_at=now,
+            last_attempted_head_sha=head if isinstance(head, str) else None,
+        )
+        if result.ok:
+            attempted = replace(
+                attempted,
+                last_merge_commit_sha=_text(result.data, "merge_commit_sha"),
+                last_merged_head_sha=attempted.last_attempted_head_sha,
+                last_failure_reason=None,
+            )
+        else:
+            attempted = replace(attempted, last_failure_reason=result.error or "merge failed")
+        workpad = replace(workpad, merge=attempted)
+    if not result.ok:
+        return replace(record, workpad=workpad)
+    if kind is SideEffectKind.PUSH_BRANCH:
+        head = payload.get("head_sha")
+        branch = payload.get("branch")
+        if isinstance(branch, str):
+            workpad = replace(workpad, branch=branch)
+        if isinstance(head, str):
+            if workpad.pr is not None:
+                workpad = replace(workpad, pr=replace(workpad.pr, head_sha=head))
+            if payload.get("purpose") == "review_fix":
+                workpad = replace(workpad, review=replace(workpad.review, last_fixed_head_sha=head))
+    elif kind is SideEffectKind.CREATE_PR:
+        number = _number(result.data, "number")
+        url = _text(result.data, "url")
+        if number is not None and url is not None:
+            workpad = replace(
+                workpad, pr=PRRef(number=number, url=url, head_sha=_text(result.data, "head_sha"))
+            )
+    elif kind is SideEffectKind.UPSERT_REVIEW_COMMENT:
+        workpad = replace(workpad, review=_after_review_comment(workpad.review, payload, result))
+    elif kind is SideEffectKind.UPSERT_WORKPAD:
+        # Mirror exactly what the comment now says, read back from the written body.
+        body = payload.get("body")
+        marker = payload.get("marker")
+        written = (
+            parse_workpad(body, marker=marker, now=now)
+            if isinstance(body, str) and isinstance(marker, str)
+            else None
+        )
+        mirrored = written.record if written and written.status is WorkpadStatus.PARSED else None
+        record = replace(record, mirrored_workpad=mirrored)
+    return replace(
+        record,
+        workpad=workpad,
+        completed_effects=record.completed_effects | {effect.idempotency_key},
+    )
+
+
+def _after_review_comment(
+    state: ReviewState, payload: Mapping[str, object], result: EffectResult
+) -> ReviewState:
+    head = payload.get("head_sha")
+    pass_number = payload.get("pass_number")
+    if not isinstance(head, str) or not isinstance(pass_number, int):
+        return state
+    comment_id = _number(result.data, "comment_id") or state.comment_id
+    return replace(
+        state,
+        comment_id=comment_id,
+        passes_completed=pass_number,
+        last_reviewed_head_sha=head,
+    )
+
+
+def apply_observation(record: StoredRecord, observe: Observe) -> StoredRecord:
+    """The record with the planner's latest observation in its workpad."""
+    return replace(record, workpad=replace(record.workpad, observation=observe.observation))
+
+
+def record_outcome(
+    record: StoredRecord,
+    outcome: AgentOutcome,
+    policy: FlowPolicy,
+    threads: tuple[ReviewThread, ...] = (),
+) -> StoredRecord:
+    """The record after a turn ended: outcome kept, failures counted, retry time set.
+
+    A rework turn's fix summary is added to the thread history (with the threads
+    open on the PR) so later iterations can recognise comments that come back.
+    """
+    failure = turn_failure(outcome, record.workpad)
+    if outcome.phase is not record.phase:
+        # A late completion for a phase the issue left: keep it for the record only.
+        return replace(record, last_outcome=outcome)
+    attempt = record.attempt + 1 if failure is not None else 0
+    retry_due = None
+    if failure is not None:
+        decision = decide_retry(
+            failed=True,
+            failures=attempt,
+            finished_at=outcome.finished_at,
+            max_backoff_ms=policy.max_retry_backoff_ms,
+            max_failures=policy.max_failed_attempts,
+        )
+        retry_due = decision.due_at
+    history = record.thread_history
+    if outcome.phase is Phase.REWORK and isinstance(outcome.fix_summary, FixSummary):
+        iteration = 1 + max((e.iteration for e in history), default=0)
+        additions = []
+        for thread in threads:
+            if thread.is_resolved:
+                continue
+            entry = outcome.fix_summary.for_target(FixTargetKind.THREAD, thread.id)
+            additions.append(
+                ThreadHistoryEntry(
+                    iteration=iteration,
+                    thread_id=thread.id,
+                    path=thread.path,
+                    body=thread.body,
+                    status=entry.status if entry is not None else None,
+                )
+            )
+        history = history + tuple(additions)
+    return replace(
+        record,
+        last_outcome=outcome,
+        attempt=attempt,
+        retry_due_at=retry_due,
+        thread_history=history,
+    )

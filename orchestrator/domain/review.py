@@ -1,0 +1,229 @@
+"""Review decisions: which findings need a fix pass, what a fix summary means, and bounces.
+
+A bounce is a review thread the agent marked fixed that came back in a later
+iteration (same file, same normalised text). Past ``review.bounce_threshold`` the
+thread is not fixed again: it is treated as uncertain and left for a human.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from orchestrator.domain.policy import ReviewPolicy
+from orchestrator.domain.results import (
+    GITHUB_BODY_LIMIT,
+    REVIEW_FORMAT,
+    Finding,
+    FixEntry,
+    FixStatus,
+    FixSummary,
+    FixTargetKind,
+    Review,
+)
+from orchestrator.domain.snapshot import ReviewThread, ThreadHistoryEntry
+from orchestrator.domain.workpad import ReviewState
+
+REVIEW_COMMENT_MARKER = "<!-- orchestrator-review-comment -->"
+
+_NOT_WORD = re.compile(r"[^0-9a-z]+")
+_NORMALISED_LENGTH = 400
+
+
+def findings_needing_fix(review: Review, policy: ReviewPolicy) -> tuple[Finding, ...]:
+    """Findings whose severity the policy asks the agent to consider fixing."""
+    return tuple(f for f in review.findings if f.severity in policy.fix_consideration_severities)
+
+
+def passes_in_lineage(state: ReviewState, head_sha: str | None) -> int:
+    """Review passes already spent on the lineage ``head_sha`` belongs to.
+
+    A head our own review fixes produced (or the head last reviewed) continues the
+    lineage; any other head (new implementation, rework, someone else's push) starts
+    a new one with no passes spent.
+    """
+    if head_sha is not None and head_sha in (
+        state.last_fixed_head_sha,
+        state.last_reviewed_head_sha,
+    ):
+        return state.passes_completed
+    return 0
+
+
+def unaddressed_findings(
+    review: Review, summary: FixSummary | None, policy: ReviewPolicy
+) -> tuple[Finding, ...]:
+    """Findings that need a fix and that the fix summary does not account for."""
+    needing = findings_needing_fix(review, policy)
+    if summary is None:
+        return needing
+    return tuple(f for f in needing if summary.for_target(FixTargetKind.FINDING, f.id) is None)
+
+
+def needs_fix_pass(
+    review: Review,
+    summary: FixSummary | None,
+    state: ReviewState,
+    policy: ReviewPolicy,
+) -> bool:
+    """Whether another review turn should fix findings on the reviewed head's lineage."""
+    if not unaddressed_findings(review, summary, policy):
+        return False
+    return passes_in_lineage(state, review.head_sha) < policy.max_passes
+
+
+@dataclass(frozen=True)
+class ThreadReply:
+    """What the runtime should say on one review thread, and whether to resolve it."""
+
+    thread_id: str
+    body: str
+    resolve: bool
+
+
+@dataclass(frozen=True)
+class FixEvaluation:
+    """The runtime's reading of a fix summary against the open threads."""
+
+    replies: tuple[ThreadReply, ...]
+    # Threads the summary does not mention.
+    unaddressed: tuple[str, ...]
+    # Threads left open for a human (uncertain, doubtful "fixed", or bouncing).
+    escalated: tuple[str, ...]
+
+
+def evaluate_fix_summary(
+    summary: FixSummary,
+    threads: Iterable[ReviewThread],
+    *,
+    committed: bool,
+    bounces: Mapping[str, int] | None = None,
+    bounce_threshold: int = 2,
+) -> FixEvaluation:
+    """Turn the agent's per-thread statuses into replies and resolutions.
+
+    A thread claimed fixed although the turn made no commit, and a thread that
+    bounced ``bounce_threshold`` times, are treated as uncertain: replied to and
+    left open for a human.
+    """
+    bounces = bounces or {}
+    replies: list[ThreadReply] = []
+    unaddressed: list[str] = []
+    escalated: list[str] = []
+    for thread in threads:
+        if thread.is_resolved:
+            continue
+        entry = summary.for_target(FixTargetKind.THREAD, thread.id)
+        if entry is None:
+            unaddressed.append(thread.id)
+            continue
+        reply = _reply_for(entry, committed, bounces.get(thread.id, 0), bounce_threshold)
+        replies.append(reply)
+        if not reply.resolve:
+            escalated.append(thread.id)
+    return FixEvaluation(tuple(replies), tuple(unaddressed), tuple(escalated))
+
+
+def _reply_for(entry: FixEntry, committed: bool, bounces: int, threshold: int) -> ThreadReply:
+    if bounces >= threshold:
+        return ThreadReply(
+            entry.target,
+            f"Needs a human decision: this comment came back {bounces} times after being "
+            f"addressed, so it is not changed again automatically.\n\nLast attempt: "
+            f"{entry.message}",
+            resolve=False,
+        )
+    if entry.status is FixStatus.FIXED:
+        if entry.commit is None and not committed:
+            return ThreadReply(
+                entry.target,
+                f"Needs a human check: reported fixed, but no commit was made.\n\n{entry.message}",
+                resolve=False,
+            )
+        where = f" in {entry.commit[:12]}" if entry.commit else ""
+        return ThreadReply(entry.target, f"Addressed{where}: {entry.message}", resolve=True)
+    if entry.status is FixStatus.SKIPPED:
+        return ThreadReply(entry.target, f"Skipped: {entry.message}", resolve=True)
+    if entry.status is FixStatus.DISMISSED:
+        return ThreadReply(
+            entry.target,
+            f"Dismissed: {entry.message}\n\nEvidence: {entry.evidence}",
+            resolve=True,
+        )
+    return ThreadReply(
+        entry.target,
+        f"Needs a human decision: {entry.message}\n\nEvidence: {entry.evidence}",
+        resolve=False,
+    )
+
+
+def normalise_body(text: str) -> str:
+    """Thread text reduced to lowercase words, for matching a thread across iterations."""
+    return _NOT_WORD.sub(" ", text.lower()).strip()[:_NORMALISED_LENGTH]
+
+
+def thread_key(path: str | None, body: str) -> tuple[str, str]:
+    """The identity of a comment across iterations: file path and normalised text."""
+    return (path or "", normalise_body(body))
+
+
+def bounce_counts(
+    history: Iterable[ThreadHistoryEntry], threads: Iterable[ReviewThread]
+) -> Mapping[str, int]:
+    """For each open thread, how often a matching thread marked fixed came back.
+
+    Every earlier iteration in which a thread with the same key was marked fixed
+    counts once: the open thread now is that comment returning.
+    """
+    fixed_iterations: dict[tuple[str, str], set[int]] = {}
+    for entry in history:
+        if entry.status is FixStatus.FIXED:
+            key = thread_key(entry.path, entry.body)
+            fixed_iterations.setdefault(key, set()).add(entry.iteration)
+    counts: dict[str, int] = {}
+    for thread in threads:
+        if thread.is_resolved:
+            continue
+        found = fixed_iterations.get(thread_key(thread.path, thread.body))
+        if found:
+            counts[thread.id] = len(found)
+    return MappingProxyType(counts)
+
+
+def bouncing_threads(
+    history: Iterable[ThreadHistoryEntry],
+    threads: Iterable[ReviewThread],
+    policy: ReviewPolicy,
+) -> frozenset[str]:
+    """Open threads that reached the bounce threshold: escalate, do not fix again."""
+    threads = tuple(threads)
+    counts = bounce_counts(history, threads)
+    return frozenset(t for t, n in counts.items() if n >= policy.bounce_threshold)
+
+
+def render_review_comment(review: Review, *, pass_number: int, max_passes: int) -> str:
+    """The pull request comment for one persisted review pass, under GitHub's size limit."""
+    lines = [
+        REVIEW_COMMENT_MARKER,
+        f"<!-- orchestrator-review-head: {review.head_sha} -->",
+        f"## Self-review of `{review.head_sha[:12]}` (pass {pass_number} of {max_passes})",
+        "",
+    ]
+    if not review.findings:
+        lines.append("No findings.")
+    for finding in review.findings:
+        lines.append(f"### {finding.id} [{finding.severity}] {finding.title}")
+        if finding.location:
+            lines.append(f"- location: {finding.location}")
+        lines.append(f"- summary: {finding.summary}")
+        lines.append(f"- why_it_matters: {finding.why_it_matters}")
+        lines.append(f"- suggested_fix: {finding.suggested_fix}")
+        lines.append("")
+    lines.append(f"<sub>format {REVIEW_FORMAT}</sub>")
+    body = "\n".join(lines)
+    if len(body) > GITHUB_BODY_LIMIT:
+        notice = "\n\n(truncated to fit GitHub's comment limit)"
+        body = body[: GITHUB_BODY_LIMIT - len(notice)] + notice
+    return body

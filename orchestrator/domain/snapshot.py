@@ -1,0 +1,286 @@
+"""The planner's inputs: what the tracker, the pull requests, the store and the workers say.
+
+These are plain frozen values, independent of any GitHub client library; the
+GitHub gateway and the store fill them once per tick.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+from orchestrator.domain.phases import Phase, WaitingReason
+from orchestrator.domain.results import (
+    BlockedQuestion,
+    FixStatus,
+    FixSummary,
+    PRDescription,
+    ResultError,
+    Review,
+)
+from orchestrator.domain.workpad import WorkpadRecord
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class IssueRef:
+    """An issue by repository (``owner/name``) and number."""
+
+    repo: str
+    number: int
+
+    def __str__(self) -> str:
+        return f"{self.repo}#{self.number}"
+
+
+@dataclass(frozen=True, slots=True)
+class Actor:
+    """A GitHub account as the gates need to see it."""
+
+    login: str
+    is_bot: bool = False
+    # Write, maintain or admin permission on the repository.
+    can_write: bool = False
+
+
+class LabelAction(StrEnum):
+    """Whether a label event added or removed the label."""
+
+    ADDED = "added"
+    REMOVED = "removed"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelEvent:
+    """One label added to or removed from the issue or its pull request."""
+
+    label: str
+    action: LabelAction
+    actor: Actor
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class IssueComment:
+    """A comment on the issue (used to notice a human's reply to a blocked question)."""
+
+    id: int
+    author: Actor
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedIssue:
+    """The tracker's facts about one issue."""
+
+    ref: IssueRef
+    title: str
+    is_open: bool
+    labels: frozenset[str]
+    created_at: datetime
+    tracker_state: str | None = None
+    label_events: tuple[LabelEvent, ...] = ()
+    comments: tuple[IssueComment, ...] = ()
+
+
+class OutcomeKind(StrEnum):
+    """How an agent turn ended."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    TIMED_OUT = "timed_out"
+    # No event at all after start: the session never came up.
+    START_TIMEOUT = "start_timeout"
+    CANCELLED = "cancelled"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOutcome:
+    """The recorded end of one agent turn, with the HEAD before and after and its result files."""
+
+    run_id: str
+    phase: Phase
+    kind: OutcomeKind
+    started_at: datetime
+    finished_at: datetime
+    head_before: str | None = None
+    head_after: str | None = None
+    review: Review | ResultError | None = None
+    fix_summary: FixSummary | ResultError | None = None
+    blocked: BlockedQuestion | ResultError | None = None
+    pr_description: PRDescription | ResultError | None = None
+
+    @property
+    def committed(self) -> bool:
+        """Whether the turn left new commits in the workspace."""
+        return self.head_after is not None and self.head_after != self.head_before
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadHistoryEntry:
+    """A review thread as seen in one fix iteration, with what the agent said about it."""
+
+    iteration: int
+    thread_id: str
+    path: str | None
+    body: str
+    status: FixStatus | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorRequest:
+    """An operator's request to leave blocked, to a phase or back where the flow was."""
+
+    requested_at: datetime
+    to_phase: Phase | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """The store's row for an issue: the working copy of the flow state."""
+
+    phase: Phase
+    phase_since: datetime
+    workpad: WorkpadRecord = field(default_factory=WorkpadRecord)
+    rework_cycles: int = 0
+    waiting_reason: WaitingReason | None = None
+    # Where the flow was before it became blocked, to return there.
+    resume_phase: Phase | None = None
+    retry_due_at: datetime | None = None
+    # Consecutive failed turns in the current phase.
+    attempt: int = 0
+    last_outcome: AgentOutcome | None = None
+    operator_request: OperatorRequest | None = None
+    thread_history: tuple[ThreadHistoryEntry, ...] = ()
+    # Idempotency keys of this issue's side effects the outbox marked done.
+    completed_effects: frozenset[str] = frozenset()
+    # The record as last written to the workpad comment (None: never written).
+    mirrored_workpad: WorkpadRecord | None = None
+
+
+class PRStatus(StrEnum):
+    """The pull request's own state."""
+
+    OPEN = "open"
+    CLOSED = "closed"
+    MERGED = "merged"
+
+
+@dataclass(frozen=True, slots=True)
+class ChecksSummary:
+    """The checks reported on one head commit, by name."""
+
+    head_sha: str
+    passed: frozenset[str] = frozenset()
+    failing: frozenset[str] = frozenset()
+    pending: frozenset[str] = frozenset()
+
+    @property
+    def reported(self) -> frozenset[str]:
+        """Every check name reported on this head."""
+        return self.passed | self.failing | self.pending
+
+
+class ReviewVerdict(StrEnum):
+    """The state of a submitted pull request review."""
+
+    APPROVED = "approved"
+    CHANGES_REQUESTED = "changes_requested"
+    COMMENTED = "commented"
+    DISMISSED = "dismissed"
+
+
+@dataclass(frozen=True, slots=True)
+class PRReview:
+    """A submitted review on the pull request, on a given commit."""
+
+    author: Actor
+    verdict: ReviewVerdict
+    commit_sha: str
+    submitted_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewThread:
+    """An unresolved (or resolved) review thread on the pull request."""
+
+    id: str
+    author: Actor
+    body: str
+    created_at: datetime
+    path: str | None = None
+    is_resolved: bool = False
+    is_outdated: bool = False
+    last_comment_at: datetime | None = None
+    last_comment_author: Actor | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PullRequest:
+    """The state of the issue's pull request as last inspected."""
+
+    number: int
+    url: str
+    head_sha: str
+    status: PRStatus = PRStatus.OPEN
+    # True mergeable, False conflicting, None not computed yet.
+    mergeable: bool | None = None
+    checks: ChecksSummary | None = None
+    reviews: tuple[PRReview, ...] = ()
+    threads: tuple[ReviewThread, ...] = ()
+    labels: frozenset[str] = frozenset()
+    label_events: tuple[LabelEvent, ...] = ()
+    merge_commit_sha: str | None = None
+    head_branch: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunningAgent:
+    """An agent turn in progress."""
+
+    issue: IssueRef
+    phase: Phase
+    run_id: str
+    started_at: datetime
+    last_event_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KillSwitches:
+    """The switches that stop side effects: repo-wide labels and the local sentinel file."""
+
+    local_file_active: bool = False
+    # Every repository is stopped (for example a single-repo deployment's stop label).
+    repo_wide_active: bool = False
+    # Repositories stopped one by one, by an open issue carrying the repo stop label.
+    stopped_repos: frozenset[str] = frozenset()
+
+    def covers_repo(self, repo: str) -> bool:
+        """Whether a switch stops every side effect in this repository."""
+        return self.local_file_active or self.repo_wide_active or repo in self.stopped_repos
+
+
+@dataclass(frozen=True, slots=True)
+class IssueSnapshot:
+    """Everything known about one tracked issue."""
+
+    issue: TrackedIssue
+    record: StoredRecord | None = None
+    pr: PullRequest | None = None
+
+    @property
+    def ref(self) -> IssueRef:
+        """The issue's reference."""
+        return self.issue.ref
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One tick's view of the world, the single input of the planner with the policy."""
+
+    now: datetime
+    issues: tuple[IssueSnapshot, ...] = ()
+    running: tuple[RunningAgent, ...] = ()
+    kill_switches: KillSwitches = field(default_factory=KillSwitches)
+    # The daemon's own login: its labels, reviews and comments never count as a human's.
+    self_login: str | None = None

@@ -1,0 +1,147 @@
+"""Review logic: findings that need a fix pass, fix-summary evaluation and bounce detection."""
+
+from __future__ import annotations
+
+from orchestrator.domain.policy import ReviewPolicy
+from orchestrator.domain.results import (
+    FixEntry,
+    FixStatus,
+    FixSummary,
+    FixTargetKind,
+    Review,
+    Severity,
+)
+from orchestrator.domain.review import (
+    bounce_counts,
+    bouncing_threads,
+    evaluate_fix_summary,
+    findings_needing_fix,
+    needs_fix_pass,
+    normalise_body,
+    passes_in_lineage,
+    render_review_comment,
+    unaddressed_findings,
+)
+from orchestrator.domain.snapshot import ThreadHistoryEntry
+from orchestrator.domain.workpad import ReviewState
+from tests.domain.builders import HEAD_A, HEAD_B, HEAD_C, fix_summary, make_review, thread
+
+POLICY = ReviewPolicy(max_passes=2, bounce_threshold=2)
+
+
+def test_only_configured_severities_need_a_fix() -> None:
+    review = make_review(HEAD_A, "P0", "P2", "P1", "P3")
+    assert [f.severity for f in findings_needing_fix(review, POLICY)] == [Severity.P0, Severity.P1]
+    strict = ReviewPolicy(fix_consideration_severities=frozenset(Severity))
+    assert len(findings_needing_fix(review, strict)) == 4
+
+
+def test_lineage_continues_only_through_our_own_heads() -> None:
+    state = ReviewState(
+        passes_completed=2, last_reviewed_head_sha=HEAD_A, last_fixed_head_sha=HEAD_B
+    )
+    assert passes_in_lineage(state, HEAD_A) == 2
+    assert passes_in_lineage(state, HEAD_B) == 2
+    assert passes_in_lineage(state, HEAD_C) == 0
+    assert passes_in_lineage(state, None) == 0
+
+
+def test_fix_pass_needed_until_findings_are_accounted_for_or_passes_run_out() -> None:
+    review = make_review(HEAD_A, "P1")
+    one_pass = ReviewState(passes_completed=1, last_reviewed_head_sha=HEAD_A)
+    assert needs_fix_pass(review, None, one_pass, POLICY)
+    covered = FixSummary((FixEntry(FixTargetKind.FINDING, "F1", FixStatus.SKIPPED, "later"),))
+    assert unaddressed_findings(review, covered, POLICY) == ()
+    assert not needs_fix_pass(review, covered, one_pass, POLICY)
+    spent = ReviewState(passes_completed=2, last_reviewed_head_sha=HEAD_A)
+    assert not needs_fix_pass(review, None, spent, POLICY)
+    assert not needs_fix_pass(make_review(HEAD_A, "P3"), None, one_pass, POLICY)
+
+
+def test_fix_summary_evaluation_replies_and_resolves_by_status() -> None:
+    threads = [thread("T1"), thread("T2"), thread("T3"), thread("T4"), thread("T5")]
+    summary = fix_summary(
+        ("T1", FixStatus.FIXED),
+        ("T2", FixStatus.SKIPPED),
+        ("T3", FixStatus.DISMISSED),
+        ("T4", FixStatus.UNCERTAIN),
+    )
+    evaluation = evaluate_fix_summary(summary, threads, committed=True)
+    by_id = {r.thread_id: r for r in evaluation.replies}
+    assert by_id["T1"].resolve and by_id["T1"].body.startswith("Addressed")
+    assert by_id["T2"].resolve and by_id["T2"].body.startswith("Skipped")
+    assert by_id["T3"].resolve and "Evidence: because" in by_id["T3"].body
+    assert not by_id["T4"].resolve and by_id["T4"].body.startswith("Needs a human decision")
+    assert evaluation.unaddressed == ("T5",)
+    assert evaluation.escalated == ("T4",)
+
+
+def test_fixed_without_any_commit_is_left_for_a_human() -> None:
+    evaluation = evaluate_fix_summary(
+        fix_summary(("T1", FixStatus.FIXED)), [thread("T1")], committed=False
+    )
+    assert not evaluation.replies[0].resolve
+    assert "no commit" in evaluation.replies[0].body
+    assert evaluation.escalated == ("T1",)
+
+
+def test_resolved_threads_are_skipped() -> None:
+    evaluation = evaluate_fix_summary(
+        fix_summary(("T1", FixStatus.FIXED)), [thread("T1", is_resolved=True)], committed=True
+    )
+    assert evaluation.replies == ()
+
+
+def test_body_normalisation_ignores_case_punctuation_and_spacing() -> None:
+    assert normalise_body("Why is `x` *Optional*?\n\n") == normalise_body("why is x optional")
+
+
+def _history(*iterations: tuple[int, FixStatus | None]) -> tuple[ThreadHistoryEntry, ...]:
+    return tuple(
+        ThreadHistoryEntry(
+            iteration=i,
+            thread_id=f"old-{i}",
+            path="app/core.py",
+            body="Please handle the empty list.",
+            status=status,
+        )
+        for i, status in iterations
+    )
+
+
+def test_a_fixed_thread_coming_back_counts_as_a_bounce() -> None:
+    current = [thread("T9", body="please handle the EMPTY list!")]
+    assert bounce_counts(_history((1, FixStatus.FIXED)), current) == {"T9": 1}
+    assert bouncing_threads(_history((1, FixStatus.FIXED)), current, POLICY) == frozenset()
+    twice = _history((1, FixStatus.FIXED), (2, FixStatus.FIXED))
+    assert bouncing_threads(twice, current, POLICY) == {"T9"}
+
+
+def test_non_fixed_statuses_other_files_and_resolved_threads_do_not_bounce() -> None:
+    history = _history((1, FixStatus.DISMISSED), (2, FixStatus.UNCERTAIN), (3, None))
+    assert bounce_counts(history, [thread("T9")]) == {}
+    fixed = _history((1, FixStatus.FIXED), (2, FixStatus.FIXED))
+    assert bounce_counts(fixed, [thread("T9", path="other.py")]) == {}
+    assert bounce_counts(fixed, [thread("T9", is_resolved=True)]) == {}
+
+
+def test_bouncing_thread_is_escalated_instead_of_resolved() -> None:
+    evaluation = evaluate_fix_summary(
+        fix_summary(("T9", FixStatus.FIXED)),
+        [thread("T9")],
+        committed=True,
+        bounces={"T9": 2},
+        bounce_threshold=2,
+    )
+    assert not evaluation.replies[0].resolve
+    assert "came back 2 times" in evaluation.replies[0].body
+    assert evaluation.escalated == ("T9",)
+
+
+def test_review_comment_names_the_head_and_pass() -> None:
+    body = render_review_comment(make_review(HEAD_A, "P1"), pass_number=1, max_passes=2)
+    assert f"<!-- orchestrator-review-head: {HEAD_A} -->" in body
+    assert "(pass 1 of 2)" in body
+    assert "### F1 [P1] Finding 1" in body
+    empty = render_review_comment(Review(HEAD_A, ()), pass_number=2, max_passes=2)
+    assert "No findings." in empty
