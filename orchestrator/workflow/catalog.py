@@ -1,0 +1,166 @@
+"""The flat catalogue of settings derived from the schema: one entry per dotted key.
+
+The loader walks this catalogue to read the file, the environment and the
+command line; ``orchestrator validate`` and the docs use it to list every key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from orchestrator.workflow.schema import Policy
+
+
+class Kind(StrEnum):
+    """The shape of a setting's value."""
+
+    BOOL = "bool"
+    INT = "int"
+    STR = "str"
+    PATH = "path"
+    ENUM = "enum"
+    LIST = "list"
+    MAP = "map"
+
+
+@dataclass(frozen=True)
+class ValueType:
+    """The type of a setting's value, as the loader needs it."""
+
+    kind: Kind
+    optional: bool = False
+    enum: type[StrEnum] | None = None
+    item: ValueType | None = None
+    key: ValueType | None = None
+
+
+@dataclass(frozen=True)
+class SettingSpec:
+    """One key of the policy: its dotted path, type, default, limits and documentation."""
+
+    path: str
+    type: ValueType
+    default: object
+    doc: str
+    minimum: int | None
+    maximum: int | None
+    secret: bool
+    shell: bool
+    sensitive: bool
+
+    @property
+    def section(self) -> str:
+        return self.path.split(".", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit(".", 1)[-1]
+
+    @property
+    def env_name(self) -> str:
+        """The ``ORCHESTRATOR_*`` environment variable that overrides this key."""
+        return "ORCHESTRATOR_" + self.path.upper().replace(".", "__")
+
+
+def _value_type(hint: Any) -> ValueType:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) != 1:
+            raise TypeError(f"unsupported union {hint!r}")
+        return dataclasses.replace(_value_type(inner[0]), optional=True)
+    if origin is tuple:
+        return ValueType(Kind.LIST, item=_value_type(args[0]))
+    if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
+        return ValueType(Kind.MAP, key=_value_type(args[0]), item=_value_type(args[1]))
+    if hint is bool:
+        return ValueType(Kind.BOOL)
+    if hint is int:
+        return ValueType(Kind.INT)
+    if hint is str:
+        return ValueType(Kind.STR)
+    if hint is Path:
+        return ValueType(Kind.PATH)
+    if isinstance(hint, type) and issubclass(hint, StrEnum):
+        return ValueType(Kind.ENUM, enum=hint)
+    raise TypeError(f"unsupported setting type {hint!r}")
+
+
+def _default_of(f: dataclasses.Field[Any]) -> object:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    raise TypeError(f"setting {f.name} has no default")
+
+
+def _walk(cls: type[Any], prefix: str) -> Iterable[SettingSpec]:
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        path = f"{prefix}{f.name}"
+        if f.metadata.get("section"):
+            yield from _walk(hints[f.name], path + ".")
+            continue
+        yield SettingSpec(
+            path=path,
+            type=_value_type(hints[f.name]),
+            default=_default_of(f),
+            doc=str(f.metadata["doc"]),
+            minimum=f.metadata.get("minimum"),
+            maximum=f.metadata.get("maximum"),
+            secret=bool(f.metadata.get("secret")),
+            shell=bool(f.metadata.get("shell")),
+            sensitive=bool(f.metadata.get("sensitive")),
+        )
+
+
+@cache
+def settings() -> Mapping[str, SettingSpec]:
+    """Every setting by dotted path, in schema order."""
+    return types.MappingProxyType({spec.path: spec for spec in _walk(Policy, "")})
+
+
+@cache
+def groups() -> Mapping[str, tuple[str, ...]]:
+    """Every group of keys ("" is the top level, then sections and nested groups) -> key names."""
+    found: dict[str, list[str]] = {"": []}
+    for path in settings():
+        parts = path.split(".")
+        for depth in range(len(parts)):
+            parent = ".".join(parts[:depth])
+            names = found.setdefault(parent, [])
+            if parts[depth] not in names:
+                names.append(parts[depth])
+    return types.MappingProxyType({k: tuple(v) for k, v in found.items()})
+
+
+@cache
+def section_docs() -> Mapping[str, str]:
+    """The documentation of every group of settings, by dotted path."""
+    docs: dict[str, str] = {}
+
+    def visit(cls: type[Any], prefix: str) -> None:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.metadata.get("section"):
+                docs[prefix + f.name] = str(f.metadata["doc"])
+                visit(hints[f.name], prefix + f.name + ".")
+
+    visit(Policy, "")
+    return types.MappingProxyType(docs)
+
+
+def suggestion(word: str, choices: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` for the closest choice, or an empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""

@@ -1,0 +1,75 @@
+"""Map the operator's :class:`Policy` onto the domain core's :class:`FlowPolicy`.
+
+The pure core (``orchestrator.domain``) reads its own frozen value; this is the
+one place that knows how WORKFLOW.md keys correspond to it.
+"""
+
+from __future__ import annotations
+
+from orchestrator.domain import policy as domain
+from orchestrator.domain.phases import RolloutMode
+from orchestrator.workflow.schema import ApprovalSource, MergeMode, Policy
+
+_MERGE_MODES = {
+    MergeMode.AUTO: domain.MergeMode.RUNTIME,
+    MergeMode.DISABLED: domain.MergeMode.EXTERNAL,
+}
+_APPROVAL_SOURCES = {
+    ApprovalSource.LABEL: domain.ApprovalSource.LABEL,
+    ApprovalSource.REVIEW: domain.ApprovalSource.REVIEW,
+    ApprovalSource.EITHER: domain.ApprovalSource.LABEL_OR_REVIEW,
+}
+
+
+def flow_policy(policy: Policy) -> domain.FlowPolicy:
+    """The domain core's view of ``policy``."""
+    rollout = policy.rollout
+    orchestration = policy.orchestration
+    agent = policy.agent
+    review = policy.review
+    merge = policy.merge
+    pr = policy.pr
+    return domain.FlowPolicy(
+        rollout_mode=rollout.mode,
+        mode_labels={
+            rollout.observe_label: RolloutMode.OBSERVE,
+            rollout.mutate_label: RolloutMode.MUTATE,
+        },
+        kill_switch_label=rollout.kill_switch_label,
+        repo_kill_switch_label=rollout.repo_kill_switch_label,
+        ownership_label=orchestration.ownership.required_label,
+        workpad_marker=orchestration.ownership.required_workpad_marker,
+        default_phase=orchestration.default_phase,
+        passive_phases=frozenset(orchestration.passive_phases),
+        max_rework_cycles=orchestration.max_rework_cycles,
+        max_concurrent_agents=agent.max_concurrent_agents,
+        max_concurrent_agents_by_phase=dict(agent.max_concurrent_agents_by_phase),
+        max_retry_backoff_ms=agent.max_retry_backoff_ms,
+        max_failed_attempts=orchestration.max_failed_attempts,
+        review=domain.ReviewPolicy(
+            enabled=review.enabled,
+            max_passes=review.max_passes,
+            fix_consideration_severities=frozenset(review.fix_consideration_severities),
+            bounce_threshold=review.bounce_threshold,
+        ),
+        merge=domain.MergePolicy(
+            mode=_MERGE_MODES[merge.mode],
+            method=domain.MergeMethod(merge.method.value),
+            require_green_checks=merge.require_green_checks,
+            required_checks=merge.required_checks,
+            require_human_approval=merge.require_human_approval,
+            approval_states=merge.approval_states,
+            approval_source=_APPROVAL_SOURCES[merge.approval_source],
+            approval_label=merge.approval_label,
+        ),
+        pr=domain.PRPolicy(
+            base_branch=pr.base_branch,
+            branch_prefix=pr.branch_prefix,
+            draft=pr.draft,
+            update_description=pr.update_description,
+            reviewers=pr.reviewers,
+            closes_issue=pr.closes_issue,
+        ),
+        state_labels=dict(policy.tracker.state_labels),
+        priority_labels=orchestration.priority_labels,
+    )

@@ -1,0 +1,356 @@
+"""Semantic rules over a typed policy: relations between keys that types alone cannot check.
+
+Each rule is a small function that yields problems with the reason in the
+message, located at the value the operator has to change. Errors make the
+policy unusable; warnings (``merge disabled by rollout mode``, a token written
+in the file, ...) are shown by ``orchestrator validate`` and logged on load.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from orchestrator.domain.phases import AGENT_PHASES, PHASE_CLASS, Phase, PhaseClass, RolloutMode
+from orchestrator.workflow.catalog import settings, suggestion
+from orchestrator.workflow.layers import enclosing_location
+from orchestrator.workflow.problems import Location, Problem, Severity
+from orchestrator.workflow.provenance import Origin, OriginKind
+from orchestrator.workflow.schema import (
+    DEFAULT_PASSIVE_PHASES,
+    AgentPreset,
+    ApprovalSource,
+    MergeMode,
+    Policy,
+    ReviewCommentMode,
+    TrackerKind,
+)
+
+# Credentials an agent must never receive through agent.env.
+GITHUB_CREDENTIAL_NAMES = frozenset(
+    {
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "GH_ENTERPRISE_TOKEN",
+        "GITHUB_ENTERPRISE_TOKEN",
+        "GITHUB_PAT",
+        "GIT_ASKPASS",
+        "SSH_AUTH_SOCK",
+    }
+)
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+_REPO = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEADING = re.compile(r"^#{1,6} \S")
+_REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """The policy under check and how to locate any of its keys for a message."""
+
+    policy: Policy
+    origins: Mapping[str, Origin]
+    locations: Mapping[str, Location]
+    default_location: Location
+
+    def at(self, path: str) -> Location:
+        """Where the value at ``path`` (a key, list item or mapping entry) was given."""
+        base = _setting_path(path)
+        origin = self.origins.get(base)
+        if origin is not None and origin.kind is OriginKind.FILE:
+            return self.locations.get(path, origin.location)
+        if origin is not None and origin.kind is not OriginKind.DEFAULT:
+            return origin.location
+        return enclosing_location(base, self.locations, self.default_location)
+
+    def error(self, path: str, message: str) -> Problem:
+        return Problem(self.at(path), path, message)
+
+    def warning(self, path: str, message: str) -> Problem:
+        return Problem(self.at(path), path, message, Severity.WARNING)
+
+
+def _setting_path(path: str) -> str:
+    specs = settings()
+    current = path
+    while current and current not in specs:
+        cut = max(current.rfind("."), current.rfind("["))
+        if cut <= 0:
+            break
+        current = current[:cut]
+    return current
+
+
+Rule = Callable[[RuleContext], Iterator[Problem]]
+
+
+def _tracker(ctx: RuleContext) -> Iterator[Problem]:
+    tracker = ctx.policy.tracker
+    if tracker.kind is TrackerKind.GITHUB and tracker.repo is None:
+        yield ctx.error("tracker.repo", "required for tracker kind github (owner/name)")
+    if tracker.repo is not None and not _REPO.match(tracker.repo):
+        yield ctx.error("tracker.repo", f"expected owner/name, got {tracker.repo!r}")
+    parts = urlsplit(tracker.endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        yield ctx.error(
+            "tracker.endpoint", f"expected an http:// or https:// URL, got {tracker.endpoint!r}"
+        )
+    elif parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+        yield ctx.warning(
+            "tracker.endpoint",
+            "plain http to a host other than this machine sends the token unencrypted",
+        )
+    origin = ctx.origins.get("tracker.token")
+    if (
+        tracker.token is not None
+        and origin is not None
+        and origin.kind is OriginKind.FILE
+        and not origin.variables
+    ):
+        yield ctx.warning("tracker.token", "the token is written in the file; use a $VAR reference")
+    if tracker.kind is TrackerKind.GITHUB and tracker.token is None:
+        yield ctx.error("tracker.token", "required for tracker kind github (a $VAR reference)")
+    if not tracker.active_states:
+        yield ctx.error("tracker.active_states", "must list at least one state")
+    if not tracker.terminal_states:
+        yield ctx.error("tracker.terminal_states", "must list at least one state")
+    for index, state in enumerate(tracker.terminal_states):
+        if state in tracker.active_states:
+            yield ctx.error(
+                f"tracker.terminal_states[{index}]", f"'{state}' is also an active state"
+            )
+    known = (*tracker.active_states, *tracker.terminal_states)
+    seen: dict[str, str] = {}
+    for state, label in tracker.state_labels.items():
+        path = f"tracker.state_labels.{state}"
+        if state not in known:
+            yield ctx.error(
+                path,
+                f"'{state}' is not in tracker.active_states or tracker.terminal_states"
+                + suggestion(state, known),
+            )
+        folded = label.casefold()
+        if folded in seen:
+            yield ctx.error(path, f"label '{label}' also shows the state '{seen[folded]}'")
+        seen[folded] = state
+
+
+def _labels(ctx: RuleContext) -> Iterator[Problem]:
+    """Control labels must be distinct: one label cannot mean two things."""
+    policy = ctx.policy
+    roles: list[tuple[str, str]] = [
+        ("orchestration.ownership.required_label", policy.orchestration.ownership.required_label),
+        ("rollout.observe_label", policy.rollout.observe_label),
+        ("rollout.mutate_label", policy.rollout.mutate_label),
+        ("rollout.kill_switch_label", policy.rollout.kill_switch_label),
+        ("rollout.repo_kill_switch_label", policy.rollout.repo_kill_switch_label),
+    ]
+    roles += [
+        (f"tracker.state_labels.{s}", label) for s, label in policy.tracker.state_labels.items()
+    ]
+    owners: dict[str, str] = {}
+    for path, label in roles:
+        folded = label.casefold()
+        if folded in owners and not (
+            path.startswith("tracker.state_labels.")
+            and owners[folded].startswith("tracker.state_labels.")
+        ):
+            yield ctx.error(path, f"label '{label}' is also used by {owners[folded]}")
+        owners.setdefault(folded, path)
+
+
+def _agent(ctx: RuleContext) -> Iterator[Problem]:
+    agent = ctx.policy.agent
+    if agent.preset is AgentPreset.COMMAND and agent.command is None:
+        yield ctx.error("agent.command", "required when agent.preset is command")
+    for phase, limit in agent.max_concurrent_agents_by_phase.items():
+        path = f"agent.max_concurrent_agents_by_phase.{phase}"
+        if PHASE_CLASS[phase] is not PhaseClass.ACTIVE:
+            yield ctx.error(
+                path, f"'{phase}' is not an active phase; limits apply to phases that run work"
+            )
+        elif limit > agent.max_concurrent_agents:
+            yield ctx.warning(
+                path,
+                f"{limit} is above agent.max_concurrent_agents ({agent.max_concurrent_agents}), "
+                "which still applies",
+            )
+    token = ctx.policy.tracker.token
+    for name, value in agent.env.items():
+        path = f"agent.env.{name}"
+        if not _ENV_NAME.match(name):
+            yield ctx.error(path, f"'{name}' is not a valid environment variable name")
+        elif name.upper() in GITHUB_CREDENTIAL_NAMES:
+            yield ctx.error(path, "a GitHub credential may never be given to the agent")
+        elif token is not None and value == token:
+            yield ctx.error(
+                path, "is the tracker token; the agent must never hold GitHub credentials"
+            )
+    if 0 < agent.turn_timeout_ms <= agent.first_event_timeout_ms:
+        yield ctx.error(
+            "agent.first_event_timeout_ms",
+            f"must be shorter than agent.turn_timeout_ms ({agent.turn_timeout_ms})",
+        )
+    if agent.stall_timeout_ms >= agent.turn_timeout_ms:
+        yield ctx.warning(
+            "agent.stall_timeout_ms",
+            f"has no effect: not shorter than agent.turn_timeout_ms ({agent.turn_timeout_ms})",
+        )
+
+
+def _orchestration(ctx: RuleContext) -> Iterator[Problem]:
+    orchestration = ctx.policy.orchestration
+    agent_phases = ", ".join(p.value for p in Phase if p in AGENT_PHASES)
+    if orchestration.default_phase not in AGENT_PHASES:
+        yield ctx.error(
+            "orchestration.default_phase",
+            f"must be an agent phase ({agent_phases}), got '{orchestration.default_phase}'",
+        )
+    missing = [p for p in DEFAULT_PASSIVE_PHASES if p not in orchestration.passive_phases]
+    if missing:
+        yield ctx.error(
+            "orchestration.passive_phases",
+            "must contain " + ", ".join(missing) + " (they wait on the outside world)",
+        )
+    for index, phase in enumerate(orchestration.passive_phases):
+        if phase in AGENT_PHASES or phase in (Phase.MERGING, Phase.DONE):
+            yield ctx.error(
+                f"orchestration.passive_phases[{index}]",
+                f"'{phase}' cannot be passive: it must run when due",
+            )
+    marker = orchestration.ownership.required_workpad_marker
+    if not _HEADING.match(marker):
+        yield ctx.error(
+            "orchestration.ownership.required_workpad_marker",
+            f"must be a Markdown heading such as '## Orchestrator Workpad', got {marker!r}",
+        )
+
+
+def _valid_branch(name: str) -> bool:
+    if _REF_FORBIDDEN.search(name) or ".." in name or "@{" in name or "//" in name:
+        return False
+    if name.startswith(("-", "/")) or name.endswith(("/", ".", ".lock")):
+        return False
+    return all(part and not part.startswith(".") for part in name.split("/"))
+
+
+def _pr(ctx: RuleContext) -> Iterator[Problem]:
+    pr = ctx.policy.pr
+    if pr.review_comment_mode is ReviewCommentMode.UPSERT and pr.review_comment_marker is None:
+        yield ctx.error(
+            "pr.review_comment_marker",
+            "pr.review_comment_mode upsert needs a marker to find its comment again",
+        )
+    marker = pr.review_comment_marker
+    if marker is not None and not (marker.startswith("<!--") and marker.endswith("-->")):
+        yield ctx.warning(
+            "pr.review_comment_marker",
+            "is visible in the comment; an HTML comment such as <!-- orchestrator-review --> "
+            "stays hidden",
+        )
+    if not _valid_branch(f"{pr.branch_prefix}1-x"):
+        yield ctx.error(
+            "pr.branch_prefix",
+            f"{pr.branch_prefix!r} does not make valid git branch names (no spaces, '..', '~', "
+            "'^', ':', '?', '*', '[', '\\', leading '-' or '.')",
+        )
+    if not _valid_branch(pr.base_branch):
+        yield ctx.error("pr.base_branch", f"{pr.base_branch!r} is not a valid git branch name")
+
+
+def _review(ctx: RuleContext) -> Iterator[Problem]:
+    review = ctx.policy.review
+    if review.enabled and not review.fix_consideration_severities:
+        yield ctx.warning(
+            "review.fix_consideration_severities", "is empty: no finding will ever be fixed"
+        )
+
+
+def _merge(ctx: RuleContext) -> Iterator[Problem]:
+    policy = ctx.policy
+    merge = policy.merge
+    tracker = policy.tracker
+    if not merge.require_head_match:
+        yield ctx.error(
+            "merge.require_head_match",
+            "must stay true: merging without the expected head SHA could merge a commit "
+            "nobody reviewed",
+        )
+    by_label = merge.approval_source in (ApprovalSource.LABEL, ApprovalSource.EITHER)
+    if (
+        merge.require_human_approval
+        and by_label
+        and not merge.approval_states
+        and merge.approval_label is None
+    ):
+        yield ctx.error(
+            "merge.approval_states",
+            f"merge.require_human_approval with approval_source {merge.approval_source} needs "
+            "at least one approval state (or merge.approval_label)",
+        )
+    for index, state in enumerate(merge.approval_states):
+        path = f"merge.approval_states[{index}]"
+        if state not in tracker.active_states:
+            yield ctx.error(
+                path,
+                f"'{state}' is not in tracker.active_states"
+                + suggestion(state, tracker.active_states),
+            )
+        elif by_label and state not in tracker.state_labels:
+            yield ctx.error(path, f"'{state}' has no label in tracker.state_labels")
+    if merge.completion_state not in tracker.terminal_states:
+        yield ctx.error(
+            "merge.completion_state",
+            f"'{merge.completion_state}' is not in tracker.terminal_states"
+            + suggestion(merge.completion_state, tracker.terminal_states),
+        )
+    if merge.mode is MergeMode.AUTO and policy.rollout.mode is not RolloutMode.MERGE:
+        yield ctx.warning(
+            "merge.mode",
+            f"merge disabled by rollout mode: merge.mode is auto but rollout.mode is "
+            f"{policy.rollout.mode}, so nothing is merged until rollout.mode is merge",
+        )
+    if merge.mode is MergeMode.AUTO and not merge.require_green_checks:
+        yield ctx.warning("merge.require_green_checks", "is false: heads merge with failing checks")
+    if merge.mode is MergeMode.AUTO and not policy.review.enabled:
+        yield ctx.warning("review.enabled", "is false: heads merge without a self-review")
+
+
+def _server(ctx: RuleContext) -> Iterator[Problem]:
+    server = ctx.policy.server
+    if server.host not in LOOPBACK_HOSTS and server.token is None:
+        yield ctx.warning(
+            "server.host",
+            f"{server.host} exposes the dashboard and API beyond this machine without server.token",
+        )
+
+
+def _database(ctx: RuleContext) -> Iterator[Problem]:
+    scheme = ctx.policy.database.url.split(":", 1)[0]
+    if not (scheme == "sqlite" or scheme.startswith(("sqlite+", "postgresql"))):
+        yield ctx.error(
+            "database.url",
+            f"expected a sqlite:/// or postgresql+psycopg:// URL, got scheme {scheme!r}",
+        )
+
+
+RULES: tuple[Rule, ...] = (
+    _tracker,
+    _labels,
+    _agent,
+    _orchestration,
+    _pr,
+    _review,
+    _merge,
+    _server,
+    _database,
+)
+
+
+def check_rules(ctx: RuleContext, rules: Iterable[Rule] = RULES) -> list[Problem]:
+    """Every problem the rules find, in rule order."""
+    return [problem for rule in rules for problem in rule(ctx)]

@@ -1,0 +1,628 @@
+"""The policy schema: every section and key of WORKFLOW.md as frozen, typed dataclasses.
+
+Defaults live here and nowhere else. Each key carries its documentation and its
+limits in the field metadata, which the loader, ``orchestrator validate`` and
+the reference in docs/workflow.md all read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMode
+from orchestrator.domain.results import Severity as FindingSeverity
+
+__all__ = [
+    "AgentPreset",
+    "AgentSettings",
+    "ApprovalSource",
+    "ClosedPrPolicy",
+    "DatabaseSettings",
+    "FindingSeverity",
+    "HooksSettings",
+    "MergeMethod",
+    "MergeMode",
+    "MergeSettings",
+    "OrchestrationSettings",
+    "OwnershipSettings",
+    "Phase",
+    "Policy",
+    "PollingSettings",
+    "PrSettings",
+    "ReviewCommentMode",
+    "ReviewOutputFormat",
+    "ReviewSettings",
+    "RolloutMode",
+    "RolloutSettings",
+    "ServerSettings",
+    "TrackerKind",
+    "TrackerSettings",
+    "WorkspaceSettings",
+]
+
+# One place for the daemon's own state when the operator does not choose one.
+STATE_DIR = "~/.local/state/orchestrator"
+
+
+class TrackerKind(StrEnum):
+    """Which issue tracker the daemon reads (``memory`` is the in-process one for tests)."""
+
+    GITHUB = "github"
+    MEMORY = "memory"
+
+
+class AgentPreset(StrEnum):
+    """Which coding agent runs a turn and how its events are read."""
+
+    CODEX = "codex"
+    CLAUDE = "claude"
+    PI = "pi"
+    COMMAND = "command"
+
+
+class ClosedPrPolicy(StrEnum):
+    """What to do when the issue's pull request was closed without merging."""
+
+    NEW_BRANCH = "new_branch"
+    REOPEN = "reopen"
+    STOP = "stop"
+
+
+class ReviewCommentMode(StrEnum):
+    """How the self-review reaches the pull request."""
+
+    OFF = "off"
+    CREATE = "create"
+    UPSERT = "upsert"
+
+
+class ReviewOutputFormat(StrEnum):
+    """The format of ``.orchestrator/review.md``."""
+
+    STRUCTURED_MARKDOWN_V1 = "structured_markdown_v1"
+
+
+class MergeMode(StrEnum):
+    """Whether the runtime merges pull requests itself once every gate passes."""
+
+    DISABLED = "disabled"
+    AUTO = "auto"
+
+
+class MergeMethod(StrEnum):
+    """GitHub's merge methods."""
+
+    MERGE = "merge"
+    SQUASH = "squash"
+    REBASE = "rebase"
+
+
+class ApprovalSource(StrEnum):
+    """Where a human's merge approval may come from."""
+
+    LABEL = "label"
+    REVIEW = "review"
+    EITHER = "either"
+
+
+def meta(
+    *,
+    doc: str,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    secret: bool = False,
+    sensitive: bool = False,
+    shell_text: bool = False,
+    section: bool = False,
+) -> Mapping[str, object]:
+    """The metadata of a schema field: its documentation, limits and handling.
+
+    ``secret`` values are never printed, never given to the prompt and are
+    registered for log redaction; ``sensitive`` values that come from a
+    ``$VAR`` reference are shown only by the variable's name, redacted from
+    logs and kept from the prompt; ``shell_text`` values are shell code, so
+    ``$VAR`` in them is left for the shell to expand; ``section`` marks a
+    nested group of settings.
+    """
+    return MappingProxyType(
+        {
+            "doc": doc,
+            "minimum": minimum,
+            "maximum": maximum,
+            "secret": secret,
+            "sensitive": sensitive,
+            "shell": shell_text,
+            "section": section,
+        }
+    )
+
+
+def _frozen(items: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    return MappingProxyType(dict(items))
+
+
+_DEFAULT_STATE_LABELS = {
+    "Todo": "state:todo",
+    "In Progress": "state:in-progress",
+    "In Review": "state:in-review",
+    "Merging": "state:merging",
+    "Rework": "state:rework",
+    "Blocked": "state:blocked",
+}
+
+DEFAULT_PASSIVE_PHASES: tuple[Phase, ...] = tuple(
+    p for p, c in PHASE_CLASS.items() if c is PhaseClass.PASSIVE
+)
+
+
+@dataclass(frozen=True)
+class TrackerSettings:
+    """Where issues come from and how tracker states show on them."""
+
+    kind: TrackerKind = field(
+        default=TrackerKind.GITHUB,
+        metadata=meta(doc="Issue tracker: `github`, or `memory` (in-process, for tests)."),
+    )
+    repo: str | None = field(
+        default=None,
+        metadata=meta(doc="The repository as `owner/name`. Required for kind `github`."),
+    )
+    endpoint: str = field(
+        default="https://api.github.com",
+        metadata=meta(
+            doc="GitHub API base URL (GitHub Enterprise: `https://HOST/api/v3`; the emulator's "
+            "URL in tests and the demo)."
+        ),
+    )
+    token: str | None = field(
+        default="$GITHUB_TOKEN",
+        metadata=meta(
+            doc="The GitHub token, normally a `$VAR` reference. Never printed, never logged, "
+            "never given to the agent. Ignored for kind `memory`.",
+            secret=True,
+        ),
+    )
+    required_labels: tuple[str, ...] = field(
+        default=(), metadata=meta(doc="Only issues carrying all of these labels are candidates.")
+    )
+    active_states: tuple[str, ...] = field(
+        default=("Todo", "In Progress", "In Review", "Merging", "Rework", "Blocked"),
+        metadata=meta(doc="Tracker states of issues the daemon tracks."),
+    )
+    terminal_states: tuple[str, ...] = field(
+        default=("Done",),
+        metadata=meta(doc="Tracker states that end the flow (on GitHub: the issue is closed)."),
+    )
+    state_labels: Mapping[str, str] = field(
+        default_factory=lambda: _frozen(_DEFAULT_STATE_LABELS),
+        metadata=meta(doc="Tracker state -> the GitHub label that shows it."),
+    )
+
+
+@dataclass(frozen=True)
+class PollingSettings:
+    """How often the daemon ticks."""
+
+    interval_ms: int = field(
+        default=30_000,
+        metadata=meta(doc="Time between two ticks.", minimum=100, maximum=86_400_000),
+    )
+
+
+@dataclass(frozen=True)
+class WorkspaceSettings:
+    """Where the per-issue git workspaces live."""
+
+    root: Path = field(
+        default=Path(f"{STATE_DIR}/workspaces"),
+        metadata=meta(
+            doc="Directory holding one workspace per issue. `~` is expanded; a relative path is "
+            "relative to the policy file's directory."
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class HooksSettings:
+    """Shell snippets run in the workspace at fixed moments (with `bash -lc`)."""
+
+    after_create: str | None = field(
+        default=None,
+        metadata=meta(
+            doc="After a workspace is created; failure aborts creation.", shell_text=True
+        ),
+    )
+    before_run: str | None = field(
+        default=None,
+        metadata=meta(doc="Before each agent turn; failure aborts the attempt.", shell_text=True),
+    )
+    after_run: str | None = field(
+        default=None,
+        metadata=meta(doc="After each agent turn; failure is logged and ignored.", shell_text=True),
+    )
+    before_remove: str | None = field(
+        default=None,
+        metadata=meta(
+            doc="Before a workspace is removed; failure is logged and ignored.", shell_text=True
+        ),
+    )
+    timeout_ms: int = field(
+        default=60_000,
+        metadata=meta(doc="Time limit of each hook.", minimum=1_000, maximum=3_600_000),
+    )
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    """Which coding agent runs, how many at once, and its watchdogs."""
+
+    preset: AgentPreset = field(
+        default=AgentPreset.CODEX,
+        metadata=meta(doc="Agent preset: `codex`, `claude`, `pi` or `command`."),
+    )
+    command: str | None = field(
+        default=None,
+        metadata=meta(
+            doc="For preset `command`: the whole shell command (required). For the other presets: "
+            "replaces the program name (for example an absolute path to `codex`).",
+            shell_text=True,
+        ),
+    )
+    max_concurrent_agents: int = field(
+        default=10,
+        metadata=meta(
+            doc="Agent turns running at once, all phases together.", minimum=1, maximum=1_000
+        ),
+    )
+    max_concurrent_agents_by_phase: Mapping[Phase, int] = field(
+        default_factory=lambda: _frozen({}),
+        metadata=meta(
+            doc="Per active phase limit (phase -> count; 0 pauses that phase).",
+            minimum=0,
+            maximum=1_000,
+        ),
+    )
+    max_turns: int = field(
+        default=20, metadata=meta(doc="Agent turns per phase visit.", minimum=1, maximum=1_000)
+    )
+    max_retry_backoff_ms: int = field(
+        default=300_000,
+        metadata=meta(
+            doc="Cap of the failure retry delay `min(10 s * 2^(n-1), cap)`.",
+            minimum=1_000,
+            maximum=86_400_000,
+        ),
+    )
+    first_event_timeout_ms: int = field(
+        default=0,
+        metadata=meta(
+            doc="No event at all since start for this long ends the turn as a session start "
+            "timeout (0 = off).",
+            minimum=0,
+            maximum=86_400_000,
+        ),
+    )
+    stall_timeout_ms: int = field(
+        default=300_000,
+        metadata=meta(
+            doc="No event for this long ends the turn as stalled (0 = off).",
+            minimum=0,
+            maximum=86_400_000,
+        ),
+    )
+    turn_timeout_ms: int = field(
+        default=3_600_000,
+        metadata=meta(doc="Limit of one whole turn.", minimum=1_000, maximum=86_400_000),
+    )
+    env: Mapping[str, str] = field(
+        default_factory=lambda: _frozen({}),
+        metadata=meta(
+            doc="Extra environment for the agent (values may be `$VAR` references). GitHub "
+            "credentials are refused.",
+            sensitive=True,
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class OwnershipSettings:
+    """How the daemon recognises the issues it owns."""
+
+    required_label: str = field(
+        default="orchestrator",
+        metadata=meta(doc="Label an issue must carry for the daemon to act on it."),
+    )
+    required_workpad_marker: str = field(
+        default="## Orchestrator Workpad",
+        metadata=meta(doc="Markdown heading that identifies the workpad comment."),
+    )
+
+
+@dataclass(frozen=True)
+class OrchestrationSettings:
+    """The flow of phases: where it starts, what waits, and its limits."""
+
+    default_phase: Phase = field(
+        default=Phase.IMPLEMENTING,
+        metadata=meta(doc="Phase of a newly owned issue (an agent phase)."),
+    )
+    passive_phases: tuple[Phase, ...] = field(
+        default=DEFAULT_PASSIVE_PHASES,
+        metadata=meta(
+            doc="Phases that only re-poll and are never continuation-retried. Must contain "
+            "waiting_for_checks, waiting_for_human and blocked; may add ready_to_merge."
+        ),
+    )
+    max_rework_cycles: int = field(
+        default=3,
+        metadata=meta(
+            doc="Rework entries allowed before the issue is blocked (rework_limit_exceeded).",
+            minimum=0,
+            maximum=100,
+        ),
+    )
+    max_failed_attempts: int = field(
+        default=5,
+        metadata=meta(
+            doc="Consecutive failed turns in one phase before the issue asks a human.",
+            minimum=1,
+            maximum=100,
+        ),
+    )
+    priority_labels: tuple[str, ...] = field(
+        default=("priority:critical", "priority:high", "priority:medium", "priority:low"),
+        metadata=meta(
+            doc="Most urgent first; candidates with one of these labels go before the others."
+        ),
+    )
+    ownership: OwnershipSettings = field(
+        default_factory=OwnershipSettings,
+        metadata=meta(doc="How owned issues are recognised.", section=True),
+    )
+
+
+@dataclass(frozen=True)
+class RolloutSettings:
+    """What side effects are allowed at all, and the kill switches."""
+
+    mode: RolloutMode = field(
+        default=RolloutMode.OBSERVE,
+        metadata=meta(
+            doc="`observe` (read and report only), `mutate` (everything but merge) or `merge`."
+        ),
+    )
+    observe_label: str = field(
+        default="orchestrator:observe",
+        metadata=meta(doc="Issue label that lowers that issue to observe."),
+    )
+    mutate_label: str = field(
+        default="orchestrator:mutate",
+        metadata=meta(doc="Issue label that lowers that issue to at most mutate."),
+    )
+    kill_switch_label: str = field(
+        default="orchestrator:stop",
+        metadata=meta(doc="Issue or PR label that stops every side effect for it."),
+    )
+    repo_kill_switch_label: str = field(
+        default="orchestrator:stop-all",
+        metadata=meta(
+            doc="An open issue carrying this label stops every side effect in the repository."
+        ),
+    )
+    kill_switch_file: Path = field(
+        default=Path(f"{STATE_DIR}/STOP"),
+        metadata=meta(
+            doc="While this local file exists, no side effect happens. `~` is expanded; a "
+            "relative path is relative to the policy file's directory."
+        ),
+    )
+    preflight_required: bool = field(
+        default=True,
+        metadata=meta(
+            doc="Run the preflight checks (token scopes, labels, repository) before acting."
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class PrSettings:
+    """How pull requests are opened and kept up to date."""
+
+    auto_create: bool = field(
+        default=True, metadata=meta(doc="Open the pull request after the first push.")
+    )
+    base_branch: str = field(default="main", metadata=meta(doc="Branch pull requests target."))
+    branch_prefix: str = field(
+        default="orchestrator/", metadata=meta(doc="Prefix of the branches the daemon creates.")
+    )
+    reuse_branch_pr: bool = field(
+        default=True,
+        metadata=meta(doc="Adopt an open pull request that already exists for the branch."),
+    )
+    closed_pr_policy: ClosedPrPolicy = field(
+        default=ClosedPrPolicy.NEW_BRANCH,
+        metadata=meta(
+            doc="When the PR was closed unmerged: `new_branch`, `reopen` or `stop` (block)."
+        ),
+    )
+    required_labels: tuple[str, ...] = field(
+        default=(), metadata=meta(doc="Labels added to every pull request.")
+    )
+    reviewers: tuple[str, ...] = field(
+        default=(), metadata=meta(doc="Reviewers (logins) asked again after a rework turn.")
+    )
+    closes_issue: bool = field(
+        default=True, metadata=meta(doc="Write `Closes #N` in the pull request body.")
+    )
+    review_comment_mode: ReviewCommentMode = field(
+        default=ReviewCommentMode.UPSERT,
+        metadata=meta(doc="`upsert` one review comment per PR, `create` one per review, or `off`."),
+    )
+    review_comment_marker: str | None = field(
+        default="<!-- orchestrator-review -->",
+        metadata=meta(
+            doc="Hidden marker that finds the review comment again (needed by `upsert`)."
+        ),
+    )
+    update_description: bool = field(
+        default=True,
+        metadata=meta(doc="Update the PR body from `.orchestrator/pr-description.md` after fixes."),
+    )
+    draft: bool = field(default=False, metadata=meta(doc="Open pull requests as drafts."))
+
+
+@dataclass(frozen=True)
+class ReviewSettings:
+    """The bounded self-review of each head."""
+
+    enabled: bool = field(
+        default=True, metadata=meta(doc="Run a self-review before a head may merge.")
+    )
+    output_format: ReviewOutputFormat = field(
+        default=ReviewOutputFormat.STRUCTURED_MARKDOWN_V1,
+        metadata=meta(doc="Format of `.orchestrator/review.md`."),
+    )
+    max_passes: int = field(
+        default=2, metadata=meta(doc="Review passes per head lineage.", minimum=1, maximum=10)
+    )
+    fix_consideration_severities: tuple[FindingSeverity, ...] = field(
+        default=(FindingSeverity.P0, FindingSeverity.P1),
+        metadata=meta(doc="Finding severities (P0..P3) that get a fix pass."),
+    )
+    bounce_threshold: int = field(
+        default=2,
+        metadata=meta(
+            doc="Times a fixed thread may come back before it goes to a human.",
+            minimum=1,
+            maximum=20,
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class MergeSettings:
+    """When and how the runtime merges."""
+
+    mode: MergeMode = field(
+        default=MergeMode.DISABLED,
+        metadata=meta(
+            doc="`auto`: the runtime merges once every gate passes (needs rollout mode merge); "
+            "`disabled`: a human merges and the runtime only confirms."
+        ),
+    )
+    method: MergeMethod = field(
+        default=MergeMethod.SQUASH, metadata=meta(doc="`merge`, `squash` or `rebase`.")
+    )
+    require_green_checks: bool = field(
+        default=True, metadata=meta(doc="Checks on the current head must pass.")
+    )
+    required_checks: tuple[str, ...] = field(
+        default=(), metadata=meta(doc="Check names that must pass (empty: every reported check).")
+    )
+    require_head_match: bool = field(
+        default=True,
+        metadata=meta(
+            doc="Merge only the reviewed head SHA. Must stay true; present so the file can say so."
+        ),
+    )
+    require_human_approval: bool = field(
+        default=True, metadata=meta(doc="A human must approve the merge.")
+    )
+    approval_states: tuple[str, ...] = field(
+        default=("Merging",), metadata=meta(doc="Tracker states a human sets to approve a merge.")
+    )
+    approval_source: ApprovalSource = field(
+        default=ApprovalSource.LABEL,
+        metadata=meta(doc="Approval from the state `label`, an approving `review`, or `either`."),
+    )
+    approval_label: str | None = field(
+        default=None,
+        metadata=meta(
+            doc="An extra label that means approval (besides the approval states' labels)."
+        ),
+    )
+    completion_state: str = field(
+        default="Done",
+        metadata=meta(doc="Tracker state set after the merge is confirmed (a terminal state)."),
+    )
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """The dashboard, JSON API and metrics endpoint."""
+
+    host: str = field(default="127.0.0.1", metadata=meta(doc="Listen address."))
+    port: int = field(
+        default=8080,
+        metadata=meta(doc="Listen port (0 picks a free one).", minimum=0, maximum=65_535),
+    )
+    token: str | None = field(
+        default=None,
+        metadata=meta(
+            doc="Bearer token for the operator API's write actions (a `$VAR` reference).",
+            secret=True,
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class DatabaseSettings:
+    """The working store."""
+
+    url: str = field(
+        default=f"sqlite:///{STATE_DIR}/orchestrator.db",
+        metadata=meta(
+            doc="SQLAlchemy URL: `sqlite:///PATH` (embedded; `~` and relative paths as for files) "
+            "or `postgresql+psycopg://...` (best as a `$VAR` reference). A password in it is "
+            "never printed.",
+            sensitive=True,
+        ),
+    )
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The whole, validated policy of one WORKFLOW.md (without its prompt)."""
+
+    tracker: TrackerSettings = field(
+        default_factory=TrackerSettings, metadata=meta(doc="The issue tracker.", section=True)
+    )
+    polling: PollingSettings = field(
+        default_factory=PollingSettings, metadata=meta(doc="The tick.", section=True)
+    )
+    workspace: WorkspaceSettings = field(
+        default_factory=WorkspaceSettings, metadata=meta(doc="Per-issue workspaces.", section=True)
+    )
+    hooks: HooksSettings = field(
+        default_factory=HooksSettings, metadata=meta(doc="Workspace hooks.", section=True)
+    )
+    agent: AgentSettings = field(
+        default_factory=AgentSettings, metadata=meta(doc="The coding agent.", section=True)
+    )
+    orchestration: OrchestrationSettings = field(
+        default_factory=OrchestrationSettings, metadata=meta(doc="The flow.", section=True)
+    )
+    rollout: RolloutSettings = field(
+        default_factory=RolloutSettings,
+        metadata=meta(doc="Rollout mode and kill switches.", section=True),
+    )
+    pr: PrSettings = field(
+        default_factory=PrSettings, metadata=meta(doc="Pull requests.", section=True)
+    )
+    review: ReviewSettings = field(
+        default_factory=ReviewSettings, metadata=meta(doc="Self-review.", section=True)
+    )
+    merge: MergeSettings = field(
+        default_factory=MergeSettings, metadata=meta(doc="Merging.", section=True)
+    )
+    server: ServerSettings = field(
+        default_factory=ServerSettings, metadata=meta(doc="Dashboard and API.", section=True)
+    )
+    database: DatabaseSettings = field(
+        default_factory=DatabaseSettings, metadata=meta(doc="The database.", section=True)
+    )
