@@ -1,0 +1,111 @@
+"""Operator hooks: shell snippets run with ``bash -lc`` in a workspace, bounded in time.
+
+``after_create`` and ``before_run`` guard what follows them (a failure aborts
+the workspace creation or the attempt); ``after_run`` and ``before_remove`` are
+housekeeping whose failure is logged and ignored.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from orchestrator.agent.errors import HookFailed
+from orchestrator.agent.process import run_bounded
+from orchestrator.agent.settings import HookSettings
+from orchestrator.logs import get_logger
+
+log = get_logger(__name__)
+
+
+class HookName(StrEnum):
+    """The four moments a hook can run at."""
+
+    AFTER_CREATE = "after_create"
+    BEFORE_RUN = "before_run"
+    AFTER_RUN = "after_run"
+    BEFORE_REMOVE = "before_remove"
+
+    @property
+    def aborts_on_failure(self) -> bool:
+        return self in (HookName.AFTER_CREATE, HookName.BEFORE_RUN)
+
+
+@dataclass(frozen=True)
+class HookResult:
+    """How one hook ended, with its output truncated for the log."""
+
+    name: HookName
+    exit_code: int | None
+    timed_out: bool
+    cancelled: bool
+    output: str
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.cancelled
+
+    def describe(self) -> str:
+        """A short phrase for messages: 'timed out', 'exited with code 3', ..."""
+        if self.timed_out:
+            return "timed out"
+        if self.cancelled:
+            return "was cancelled"
+        if self.exit_code is not None and self.exit_code < 0:
+            return f"was killed by signal {-self.exit_code}"
+        return f"exited with code {self.exit_code}"
+
+
+def run_hook(
+    name: HookName,
+    settings: HookSettings,
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    cancel: threading.Event | None = None,
+) -> HookResult | None:
+    """Run the hook ``name`` if one is configured; None when there is none.
+
+    A hook whose failure aborts raises :class:`HookFailed`; the others only log.
+    """
+    script = getattr(settings, name.value)
+    if script is None or not script.strip():
+        return None
+    run = run_bounded(
+        ["bash", "-lc", script],
+        cwd=cwd,
+        env={**env, "ORCHESTRATOR_HOOK": name.value},
+        timeout_s=settings.timeout_ms / 1000,
+        grace_s=settings.grace_period_ms / 1000,
+        capture_bytes=settings.log_output_bytes,
+        cancel=cancel,
+    )
+    result = HookResult(
+        name=name,
+        exit_code=run.exit_code,
+        timed_out=run.timed_out,
+        cancelled=run.cancelled,
+        output=run.stdout,
+        duration_s=run.duration_s,
+    )
+    fields = {
+        "hook": name.value,
+        "workspace": str(cwd),
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "duration_ms": round(result.duration_s * 1000),
+        "output": result.output,
+        "output_truncated": run.truncated,
+    }
+    if result.ok:
+        log.info("hook_finished", **fields)
+        return result
+    if name.aborts_on_failure:
+        log.warning("hook_failed", aborts=True, **fields)
+        raise HookFailed(result)
+    log.warning("hook_failed", aborts=False, **fields)
+    return result

@@ -1,0 +1,297 @@
+"""Presets for real coding agents: the command each runs and how its JSON lines are read.
+
+- ``codex``: ``codex exec --json -`` (prompt on stdin); resumed with
+  ``codex exec --json resume SESSION_ID -``.
+- ``claude``: ``claude -p --output-format stream-json --verbose`` (prompt on
+  stdin); resumed with ``--resume SESSION_ID``.
+- ``pi``: ``pi --mode json @PROMPT_FILE``; resumed with ``--continue`` (the
+  latest session of the working directory, which is the issue's workspace).
+- ``command``: any program that follows the contract in docs/agent.md; the
+  previous session id is given to it as ``ORCHESTRATOR_SESSION_ID``.
+
+The event shapes are those the agents document for their JSON modes; fields a
+mapper does not know are ignored, so a newer agent version degrades to
+"an event happened" rather than failing.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any
+
+from orchestrator.agent.events import AgentEvent, EventKind, TokenUsage
+from orchestrator.agent.settings import AgentPreset, AgentSettings
+
+TEXT_LIMIT = 2_000
+# Session ids end up on a command line: accept only plain tokens, never an option.
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
+
+
+def valid_session_id(value: object) -> str | None:
+    """``value`` if it is a plausible session id, else None."""
+    return value if isinstance(value, str) and _SESSION_ID.match(value) else None
+
+
+def _clip(value: object) -> str | None:
+    if not isinstance(value, str) or not value:
+        return None
+    return value if len(value) <= TEXT_LIMIT else value[:TEXT_LIMIT] + "..."
+
+
+def _count(value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return 0
+    return int(value)
+
+
+class EventMapper:
+    """Turns one agent's JSON objects into :class:`AgentEvent` values, keeping session and usage.
+
+    One mapper serves one turn. The base class reads the contract of the
+    ``command`` preset.
+    """
+
+    def __init__(self) -> None:
+        self.session_id: str | None = None
+        self._usage = TokenUsage()
+
+    @property
+    def usage(self) -> TokenUsage:
+        """All tokens reported so far in this turn."""
+        return self._usage
+
+    def map(self, obj: dict[str, Any]) -> AgentEvent:
+        raw_type = str(obj.get("type") or "")
+        if raw_type == "session":
+            session = valid_session_id(obj.get("session_id")) or valid_session_id(obj.get("id"))
+            self.session_id = session or self.session_id
+            return AgentEvent(EventKind.SESSION, raw_type, session_id=session)
+        if raw_type == "message":
+            return AgentEvent(EventKind.MESSAGE, raw_type, text=_clip(obj.get("text")))
+        if raw_type == "tool":
+            return AgentEvent(EventKind.TOOL, raw_type, text=_clip(obj.get("name")))
+        if raw_type == "usage":
+            usage = TokenUsage(
+                input_tokens=_count(obj.get("input_tokens")),
+                cached_input_tokens=_count(obj.get("cached_input_tokens")),
+                output_tokens=_count(obj.get("output_tokens")),
+            )
+            self._usage = self._usage + usage
+            return AgentEvent(EventKind.USAGE, raw_type, usage=usage)
+        if raw_type in ("turn_completed", "done"):
+            return AgentEvent(EventKind.TURN_COMPLETED, raw_type, text=_clip(obj.get("summary")))
+        if raw_type == "error":
+            return AgentEvent(EventKind.ERROR, raw_type, text=_clip(obj.get("message")))
+        return AgentEvent(EventKind.OTHER, raw_type)
+
+
+class CodexMapper(EventMapper):
+    """``codex exec --json``: thread.started, turn.*, item.* and error lines."""
+
+    _TOOL_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search"})
+
+    def map(self, obj: dict[str, Any]) -> AgentEvent:
+        raw_type = str(obj.get("type") or "")
+        if raw_type in ("thread.started", "thread.resumed"):
+            session = valid_session_id(obj.get("thread_id"))
+            self.session_id = session or self.session_id
+            return AgentEvent(EventKind.SESSION, raw_type, session_id=session)
+        if raw_type.startswith("item."):
+            item = obj.get("item")
+            item = item if isinstance(item, dict) else {}
+            item_type = str(item.get("type") or item.get("item_type") or "")
+            if item_type in ("agent_message", "assistant_message"):
+                return AgentEvent(EventKind.MESSAGE, raw_type, text=_clip(item.get("text")))
+            if item_type in self._TOOL_ITEMS:
+                name = item.get("command") or item.get("tool") or item_type
+                return AgentEvent(EventKind.TOOL, raw_type, text=_clip(name))
+            if item_type == "error":
+                return AgentEvent(EventKind.ERROR, raw_type, text=_clip(item.get("message")))
+            return AgentEvent(EventKind.OTHER, raw_type)
+        if raw_type == "turn.completed":
+            raw = obj.get("usage")
+            raw = raw if isinstance(raw, dict) else {}
+            # Codex counts cached tokens inside input_tokens already.
+            usage = TokenUsage(
+                input_tokens=_count(raw.get("input_tokens")),
+                cached_input_tokens=_count(raw.get("cached_input_tokens")),
+                output_tokens=_count(raw.get("output_tokens")),
+            )
+            self._usage = self._usage + usage
+            return AgentEvent(EventKind.TURN_COMPLETED, raw_type, usage=usage)
+        if raw_type == "turn.failed":
+            error = obj.get("error")
+            message = error.get("message") if isinstance(error, dict) else None
+            return AgentEvent(EventKind.ERROR, raw_type, text=_clip(message))
+        if raw_type == "error":
+            return AgentEvent(EventKind.ERROR, raw_type, text=_clip(obj.get("message")))
+        return AgentEvent(EventKind.OTHER, raw_type)
+
+
+def _claude_usage(raw: object) -> TokenUsage | None:
+    if not isinstance(raw, dict):
+        return None
+    cache_read = _count(raw.get("cache_read_input_tokens"))
+    cache_write = _count(raw.get("cache_creation_input_tokens"))
+    return TokenUsage(
+        input_tokens=_count(raw.get("input_tokens")) + cache_read + cache_write,
+        cached_input_tokens=cache_read,
+        output_tokens=_count(raw.get("output_tokens")),
+    )
+
+
+class ClaudeMapper(EventMapper):
+    """``claude -p --output-format stream-json --verbose``: system, assistant, user, result.
+
+    An assistant message may arrive as several lines (one per content block)
+    carrying the same usage, so usage is kept per message id; the final
+    ``result`` line carries the turn's total and replaces the running sum.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._per_message: dict[str, TokenUsage] = {}
+        self._total: TokenUsage | None = None
+
+    @property
+    def usage(self) -> TokenUsage:
+        if self._total is not None:
+            return self._total
+        total = TokenUsage()
+        for usage in self._per_message.values():
+            total = total + usage
+        return total
+
+    def map(self, obj: dict[str, Any]) -> AgentEvent:
+        raw_type = str(obj.get("type") or "")
+        session = valid_session_id(obj.get("session_id"))
+        self.session_id = session or self.session_id
+        if raw_type == "system" and obj.get("subtype") == "init":
+            return AgentEvent(EventKind.SESSION, raw_type, session_id=session)
+        if raw_type == "assistant":
+            message = obj.get("message")
+            message = message if isinstance(message, dict) else {}
+            usage = _claude_usage(message.get("usage"))
+            if usage is not None:
+                key = str(message.get("id") or len(self._per_message))
+                self._per_message[key] = usage
+            blocks = message.get("content")
+            blocks = blocks if isinstance(blocks, list) else []
+            texts = [
+                b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+            ]
+            tools = [
+                b.get("name") for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"
+            ]
+            if any(isinstance(t, str) and t for t in texts):
+                joined = "\n".join(t for t in texts if isinstance(t, str))
+                return AgentEvent(EventKind.MESSAGE, raw_type, text=_clip(joined), usage=usage)
+            if tools:
+                return AgentEvent(EventKind.TOOL, raw_type, text=_clip(tools[0]), usage=usage)
+            return AgentEvent(EventKind.OTHER, raw_type, usage=usage)
+        if raw_type == "user":
+            return AgentEvent(EventKind.TOOL, raw_type, text="tool_result")
+        if raw_type == "result":
+            total = _claude_usage(obj.get("usage"))
+            if total is not None:
+                self._total = total
+            failed = bool(obj.get("is_error")) or obj.get("subtype") not in (None, "success")
+            kind = EventKind.ERROR if failed else EventKind.TURN_COMPLETED
+            text = _clip(obj.get("result")) or _clip(obj.get("subtype"))
+            return AgentEvent(kind, raw_type, text=text, session_id=session, usage=total)
+        return AgentEvent(EventKind.OTHER, raw_type)
+
+
+class PiMapper(EventMapper):
+    """``pi --mode json``: the session header, then agent, turn, message and tool events."""
+
+    def map(self, obj: dict[str, Any]) -> AgentEvent:
+        raw_type = str(obj.get("type") or "")
+        if raw_type == "session":
+            session = valid_session_id(obj.get("id"))
+            self.session_id = session or self.session_id
+            return AgentEvent(EventKind.SESSION, raw_type, session_id=session)
+        if raw_type == "message_end":
+            message = obj.get("message")
+            message = message if isinstance(message, dict) else {}
+            if message.get("role") != "assistant":
+                return AgentEvent(EventKind.OTHER, raw_type)
+            raw = message.get("usage")
+            usage = None
+            if isinstance(raw, dict):
+                cache_read = _count(raw.get("cacheRead"))
+                usage = TokenUsage(
+                    input_tokens=_count(raw.get("input"))
+                    + cache_read
+                    + _count(raw.get("cacheWrite")),
+                    cached_input_tokens=cache_read,
+                    output_tokens=_count(raw.get("output")),
+                )
+                self._usage = self._usage + usage
+            if message.get("stopReason") in ("error", "aborted"):
+                text = _clip(message.get("errorMessage")) or _clip(message.get("stopReason"))
+                return AgentEvent(EventKind.ERROR, raw_type, text=text, usage=usage)
+            blocks = message.get("content")
+            blocks = blocks if isinstance(blocks, list) else []
+            texts = [
+                b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
+            ]
+            joined = "\n".join(t for t in texts if isinstance(t, str) and t)
+            return AgentEvent(EventKind.MESSAGE, raw_type, text=_clip(joined), usage=usage)
+        if raw_type in ("tool_execution_start", "tool_execution_end"):
+            return AgentEvent(EventKind.TOOL, raw_type, text=_clip(obj.get("toolName")))
+        if raw_type == "agent_end":
+            return AgentEvent(EventKind.TURN_COMPLETED, raw_type)
+        return AgentEvent(EventKind.OTHER, raw_type)
+
+
+_MAPPERS: dict[AgentPreset, type[EventMapper]] = {
+    AgentPreset.CODEX: CodexMapper,
+    AgentPreset.CLAUDE: ClaudeMapper,
+    AgentPreset.PI: PiMapper,
+    AgentPreset.COMMAND: EventMapper,
+}
+
+
+def new_mapper(preset: AgentPreset) -> EventMapper:
+    """A fresh mapper for one turn of ``preset``."""
+    return _MAPPERS[preset]()
+
+
+def supports_resume(preset: AgentPreset) -> bool:
+    """Whether a continuation turn of ``preset`` resumes the agent's own session."""
+    return preset is not AgentPreset.COMMAND
+
+
+def build_command(
+    settings: AgentSettings, *, prompt_file: Path, resume_session_id: str | None
+) -> str:
+    """The shell command (run with ``bash -lc``) for one turn.
+
+    For the agent presets, ``settings.command`` replaces the program name (a
+    path or a wrapper such as ``npx -y @openai/codex``) and is used as written;
+    everything else is quoted.
+    """
+    preset = settings.preset
+    if preset is AgentPreset.COMMAND:
+        assert settings.command is not None
+        return settings.command
+    program = settings.command or preset.value
+    extra = [shlex.quote(arg) for arg in settings.extra_args]
+    resume = valid_session_id(resume_session_id)
+    if preset is AgentPreset.CODEX:
+        parts = [program, "exec", "--json", *extra]
+        if resume:
+            parts += ["resume", shlex.quote(resume)]
+        return " ".join([*parts, "-"])
+    if preset is AgentPreset.CLAUDE:
+        parts = [program, "-p", "--output-format", "stream-json", "--verbose", *extra]
+        if resume:
+            parts += ["--resume", shlex.quote(resume)]
+        return " ".join(parts)
+    parts = [program, "--mode", "json", *extra]
+    if resume:
+        parts.append("--continue")
+    return " ".join([*parts, shlex.quote(f"@{prompt_file}")])

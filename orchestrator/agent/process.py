@@ -1,0 +1,281 @@
+"""Child processes in a session of their own, bounded in time and killed as a whole.
+
+Every program the agent layer starts (git, hooks, the agent) gets a new
+session, so one signal reaches its whole process tree: SIGTERM, a grace
+period, then SIGKILL, until no live process of that session is left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+# How often loops wake up to look at deadlines, cancellation and exits.
+POLL_INTERVAL_S = 0.02
+# After SIGKILL the kernel needs a moment to tear processes down; never wait forever.
+KILL_SETTLE_S = 5.0
+# A leader that exited while a straggler still holds its pipes is given this long.
+PIPE_DRAIN_S = 0.5
+
+_PROC = Path("/proc")
+
+
+def spawn(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    stdin: IO[Any] | int | None,
+    stdout: IO[Any] | int | None,
+    stderr: IO[Any] | int | None,
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` as the leader of a new session (its pid is the session and group id)."""
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+        close_fds=True,
+    )
+
+
+def session_members(session_id: int) -> list[int]:
+    """The live (not zombie) processes of a session, found through /proc.
+
+    Children that moved to another process group of the same session are
+    included; only a process that started a session of its own escapes.
+    """
+    if not _PROC.is_dir():
+        try:
+            os.killpg(session_id, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [session_id]
+    members: list[int] = []
+    for entry in os.listdir(_PROC):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = (_PROC / entry / "stat").read_text()
+        except OSError:
+            continue
+        # The command name is in parentheses and may itself contain spaces or ')'.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) < 4:
+            continue
+        state, session = fields[0], fields[3]
+        if session == str(session_id) and state not in ("Z", "X", "x"):
+            members.append(int(entry))
+    return members
+
+
+def signal_session(session_id: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to the session's process group and to every other live member."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(session_id, sig)
+    for pid in session_members(session_id):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _all_gone(proc: subprocess.Popen[bytes]) -> bool:
+    proc.poll()
+    return proc.returncode is not None and not session_members(proc.pid)
+
+
+def terminate_session(proc: subprocess.Popen[bytes], grace_s: float) -> bool:
+    """SIGTERM the whole session, wait up to ``grace_s``, then SIGKILL what is left.
+
+    Returns True when no live process of the session remains; the leader is
+    always reaped.
+    """
+    if _all_gone(proc):
+        return True
+    signal_session(proc.pid, signal.SIGTERM)
+    # A stopped process keeps a pending SIGTERM until it runs again.
+    signal_session(proc.pid, signal.SIGCONT)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if _all_gone(proc):
+            return True
+        time.sleep(POLL_INTERVAL_S)
+    signal_session(proc.pid, signal.SIGKILL)
+    deadline = time.monotonic() + KILL_SETTLE_S
+    while time.monotonic() < deadline:
+        if _all_gone(proc):
+            return True
+        time.sleep(POLL_INTERVAL_S)
+    return _all_gone(proc)
+
+
+class OutputCapture:
+    """Keeps the first and last bytes of a stream, and counts what was dropped between."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(limit, 2)
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        half = self.limit // 2
+        room = half - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+            data = data[room:]
+        if data:
+            self._tail += data
+            if len(self._tail) > self.limit - half:
+                del self._tail[: len(self._tail) - (self.limit - half)]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self._head) + len(self._tail)
+
+    def value(self) -> bytes:
+        """The kept bytes, with a marker where the middle was dropped."""
+        if not self.truncated:
+            return bytes(self._head + self._tail)
+        dropped = self.total - len(self._head) - len(self._tail)
+        return bytes(self._head) + f"\n[... {dropped} bytes omitted ...]\n".encode() + self._tail
+
+    def text(self) -> str:
+        return self.value().decode("utf-8", "replace")
+
+
+@dataclass(frozen=True)
+class BoundedRun:
+    """How a bounded program ended and what it printed (truncated to the capture limit)."""
+
+    exit_code: int | None
+    timed_out: bool
+    cancelled: bool
+    stdout: str
+    stderr: str
+    output_bytes: int
+    truncated: bool
+    duration_s: float
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out and not self.cancelled
+
+
+def run_bounded(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    timeout_s: float,
+    grace_s: float,
+    capture_bytes: int,
+    merge_stderr: bool = True,
+    cancel: threading.Event | None = None,
+) -> BoundedRun:
+    """Run ``argv`` in its own session, at most ``timeout_s``, capturing its output.
+
+    On timeout or cancellation the whole session is terminated (SIGTERM, grace,
+    SIGKILL) and ``exit_code`` is None. Background processes the program leaves
+    behind are terminated too, so nothing outlives the call.
+    """
+    started = time.monotonic()
+    proc = spawn(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+    )
+    out = OutputCapture(capture_bytes)
+    err = OutputCapture(capture_bytes)
+    selector = selectors.DefaultSelector()
+    pipes = [(proc.stdout, out), (proc.stderr, err)]
+    for stream, capture in pipes:
+        if stream is not None:
+            os.set_blocking(stream.fileno(), False)
+            selector.register(stream.fileno(), selectors.EVENT_READ, capture)
+    timed_out = cancelled = False
+    leader_exit: float | None = None
+    deadline = started + timeout_s
+    try:
+        while selector.get_map():
+            now = time.monotonic()
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+                break
+            if now >= deadline:
+                timed_out = True
+                break
+            if leader_exit is None and proc.poll() is not None:
+                leader_exit = now
+            if leader_exit is not None and now - leader_exit > PIPE_DRAIN_S:
+                break
+            for key, _ in selector.select(min(POLL_INTERVAL_S * 5, deadline - now)):
+                _read_into(key, selector)
+        while not (timed_out or cancelled) and proc.poll() is None:
+            remaining = deadline - time.monotonic()
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+            elif remaining <= 0:
+                timed_out = True
+            else:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=min(POLL_INTERVAL_S * 5, remaining))
+        terminate_session(proc, grace_s)
+        for key in list(selector.get_map().values()):
+            _drain(key, selector)
+    finally:
+        selector.close()
+        for stream, _ in pipes:
+            if stream is not None:
+                stream.close()
+        if proc.returncode is None:
+            proc.kill()
+            proc.wait()
+    return BoundedRun(
+        exit_code=None if (timed_out or cancelled) else proc.returncode,
+        timed_out=timed_out,
+        cancelled=cancelled,
+        stdout=out.text(),
+        stderr=err.text(),
+        output_bytes=out.total + err.total,
+        truncated=out.truncated or err.truncated,
+        duration_s=time.monotonic() - started,
+    )
+
+
+def _read_into(key: selectors.SelectorKey, selector: selectors.BaseSelector) -> None:
+    try:
+        data = os.read(key.fd, 65536)
+    except BlockingIOError:
+        return
+    if data:
+        key.data.add(data)
+    else:
+        selector.unregister(key.fd)
+
+
+def _drain(key: selectors.SelectorKey, selector: selectors.BaseSelector) -> None:
+    while key.fd in selector.get_map():
+        try:
+            data = os.read(key.fd, 65536)
+        except BlockingIOError:
+            return
+        if not data:
+            selector.unregister(key.fd)
+            return
+        key.data.add(data)

@@ -1,0 +1,613 @@
+"""The agent runner: one turn of a coding agent in its workspace, contained and observed.
+
+The agent runs with ``bash -lc`` in a session of its own, with a filtered
+environment, the prompt on standard input (and in a file), standard output
+read as JSON lines and standard error written to a per-run log. Three
+watchdogs (first event, stall, whole turn) and an explicit cancellation end it
+with SIGTERM to the whole session, a grace period and SIGKILL. A worker thread
+blocks in :meth:`AgentTurn.run`; any other thread may call
+:meth:`AgentTurn.cancel`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import Enum
+from pathlib import Path
+
+from orchestrator.agent.environment import AgentEnvironment
+from orchestrator.agent.errors import HookFailed, UnsafeWorkspacePath, WorkspaceError
+from orchestrator.agent.events import AgentEvent, EventKind
+from orchestrator.agent.hooks import HookName, run_hook
+from orchestrator.agent.paths import checked_child
+from orchestrator.agent.presets import EventMapper, build_command, new_mapper
+from orchestrator.agent.process import PIPE_DRAIN_S, POLL_INTERVAL_S, spawn, terminate_session
+from orchestrator.agent.results import (
+    CONTEXT_FILE,
+    PROMPT_FILE,
+    ResultFiles,
+    clear_outputs,
+    read_results,
+)
+from orchestrator.agent.settings import AgentSettings, HookSettings
+from orchestrator.agent.snapshot import HeadSnapshot, take_snapshot
+from orchestrator.agent.turn import TurnOutcome, TurnRequest, TurnResult
+from orchestrator.agent.workspace import RESULT_DIR
+from orchestrator.domain.results import ResultError, ResultErrorKind
+from orchestrator.logs import get_logger, redact_text
+
+log = get_logger(__name__)
+
+EventListener = Callable[[str, AgentEvent], None]
+
+MALFORMED_LOGGED = 5
+STDERR_TAIL_BYTES = 4_000
+_PREVIEW = 200
+
+
+class LineSplitter:
+    """Splits a byte stream into lines of at most ``max_bytes``; longer lines become None.
+
+    Memory stays bounded by the limit: an over-long line is dropped as it
+    arrives, not collected first.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._buffer = bytearray()
+        self._skipping = False
+
+    def feed(self, data: bytes) -> Iterator[bytes | None]:
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                break
+            piece = data[start:end]
+            start = end + 1
+            if self._skipping:
+                self._skipping = False
+                continue
+            if len(self._buffer) + len(piece) > self.max_bytes:
+                self._buffer.clear()
+                yield None
+                continue
+            line = bytes(self._buffer) + piece
+            self._buffer.clear()
+            yield line
+        rest = data[start:]
+        if self._skipping or not rest:
+            return
+        if len(self._buffer) + len(rest) > self.max_bytes:
+            self._buffer.clear()
+            self._skipping = True
+            yield None
+        else:
+            self._buffer += rest
+
+    def finish(self) -> bytes | None:
+        """The last line if the stream ended without a newline."""
+        if self._skipping or not self._buffer:
+            return None
+        line = bytes(self._buffer)
+        self._buffer.clear()
+        return line
+
+
+class _Read(Enum):
+    DATA = "data"
+    NOTHING = "nothing"
+    EOF = "eof"
+
+
+@dataclass(frozen=True)
+class _TurnFiles:
+    """Where one turn's prompt, results and log live, and its ORCHESTRATOR_* variables."""
+
+    result_dir: Path
+    prompt: Path
+    stderr_log: Path
+    variables: dict[str, str]
+
+
+@dataclass
+class _Progress:
+    """What the runner has seen of the agent so far (one turn, one thread writes it)."""
+
+    started: float
+    events: int = 0
+    malformed: int = 0
+    first_event: float | None = None
+    last_event: float | None = None
+    last_message: str | None = None
+    last_error: str | None = None
+
+
+class AgentRunner:
+    """Runs agent turns with one set of settings; create one per policy version."""
+
+    def __init__(
+        self,
+        settings: AgentSettings,
+        hooks: HookSettings,
+        environment: AgentEnvironment,
+        *,
+        log_dir: Path,
+        on_event: EventListener | None = None,
+    ) -> None:
+        self.settings = settings
+        self.hooks = hooks
+        self.environment = environment
+        self.log_dir = log_dir
+        self.on_event = on_event
+
+    def prepare(self, request: TurnRequest) -> AgentTurn:
+        """A turn ready to run; register it where other threads can cancel it, then run it."""
+        return AgentTurn(self, request)
+
+    def run(self, request: TurnRequest) -> TurnResult:
+        """Prepare and run a turn in the calling thread."""
+        return self.prepare(request).run()
+
+
+class AgentTurn:
+    """One agent turn: :meth:`run` blocks until it ends; :meth:`cancel` ends it from anywhere."""
+
+    def __init__(self, runner: AgentRunner, request: TurnRequest) -> None:
+        self.runner = runner
+        self.request = request
+        self.run_id = request.run_id
+        self._cancel = threading.Event()
+        self._cancel_reason = ""
+        self._started = threading.Lock()
+
+    # ----------------------------------------------------------- cancellation
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """End the turn (reconciliation, kill switch, shutdown); any thread, idempotent."""
+        if not self._cancel.is_set():
+            self._cancel_reason = reason
+            self._cancel.set()
+            log.info("agent_cancel_requested", run_id=self.run_id, reason=reason)
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+    # -------------------------------------------------------------------- run
+
+    def run(self) -> TurnResult:
+        """Run the turn to its end and describe it; never raises for what the agent did.
+
+        Raises :class:`~orchestrator.agent.errors.WorkspaceError` when the
+        workspace is gone or unsafe, before anything runs.
+        """
+        if not self._started.acquire(blocking=False):
+            raise RuntimeError(f"turn {self.run_id} was already run")
+        started_at = datetime.now(UTC)
+        files = self._prepare()
+        git_env = self.runner.environment.build().variables
+        hook_env = self.runner.environment.build(files.variables).variables
+        progress = _Progress(started=time.monotonic())
+        mapper = new_mapper(self.runner.settings.preset)
+        command = build_command(
+            self.runner.settings,
+            prompt_file=files.prompt,
+            resume_session_id=self.request.resume_session_id,
+        )
+        started = not self._cancel.is_set()
+        outcome, message = (
+            self._before_run(hook_env)
+            if started
+            else (TurnOutcome.CANCELLED, f"cancelled before start: {self._cancel_reason}")
+        )
+        exit_code: int | None = None
+        head_before: HeadSnapshot | None = None
+        if outcome is None:
+            head_before = self._snapshot(git_env)
+            outcome, message, exit_code = self._launch(
+                command, files, head_before, mapper, progress
+            )
+        if started:
+            self._after_run(hook_env)
+        head_after = self._snapshot(git_env)
+        results = self._results(files.result_dir, head_after)
+        outcome, message = self._conclude(outcome, message, exit_code, results, progress)
+        result = TurnResult(
+            run_id=self.run_id,
+            phase=self.request.phase,
+            outcome=outcome,
+            message=redact_text(message),
+            exit_code=exit_code,
+            started_at=started_at,
+            finished_at=datetime.now(UTC),
+            duration_s=time.monotonic() - progress.started,
+            events=progress.events,
+            malformed_lines=progress.malformed,
+            first_event_after_s=_since(progress.first_event, progress.started),
+            last_event_after_s=_since(progress.last_event, progress.started),
+            usage=mapper.usage,
+            session_id=mapper.session_id or self.request.resume_session_id,
+            head_before=head_before or head_after,
+            head_after=head_after,
+            results=results,
+            stderr_log=files.stderr_log,
+            stderr_tail=redact_text(_tail(files.stderr_log, STDERR_TAIL_BYTES)),
+            last_message=progress.last_message,
+            command=command,
+        )
+        self._log_exit(result)
+        return result
+
+    def _prepare(self) -> _TurnFiles:
+        """Check the workspace, clear stale results, write the prompt, name the log."""
+        workspace = self.request.workspace
+        if not checked_child(workspace.path.parent, workspace.path.name).is_dir():
+            raise WorkspaceError(f"workspace {workspace.path} does not exist (was it removed?)")
+        result_dir = checked_child(workspace.path, RESULT_DIR, create=True)
+        clear_outputs(result_dir)
+        prompt = result_dir / PROMPT_FILE
+        _write_new(prompt, self.request.prompt.encode("utf-8"))
+        log_dir = self.runner.log_dir / workspace.key
+        log_dir.mkdir(parents=True, exist_ok=True)
+        variables = {
+            "ORCHESTRATOR_WORKSPACE": str(workspace.path),
+            "ORCHESTRATOR_ISSUE": workspace.identifier,
+            "ORCHESTRATOR_BRANCH": workspace.branch,
+            "ORCHESTRATOR_BASE_BRANCH": workspace.base_branch,
+            "ORCHESTRATOR_PHASE": self.request.phase.value,
+            "ORCHESTRATOR_ATTEMPT": str(self.request.attempt),
+            "ORCHESTRATOR_RUN_ID": self.run_id,
+            "ORCHESTRATOR_RESULT_DIR": str(result_dir),
+            "ORCHESTRATOR_PROMPT_FILE": str(prompt),
+        }
+        if (result_dir / CONTEXT_FILE).is_file():
+            variables["ORCHESTRATOR_CONTEXT_FILE"] = str(result_dir / CONTEXT_FILE)
+        return _TurnFiles(
+            result_dir=result_dir,
+            prompt=prompt,
+            stderr_log=log_dir / f"{self.run_id}.stderr.log",
+            variables=variables,
+        )
+
+    def _before_run(self, env: dict[str, str]) -> tuple[TurnOutcome | None, str]:
+        try:
+            run_hook(
+                HookName.BEFORE_RUN,
+                self.runner.hooks,
+                cwd=self.request.workspace.path,
+                env=env,
+                cancel=self._cancel,
+            )
+        except HookFailed as failure:
+            if failure.result.cancelled:
+                return TurnOutcome.CANCELLED, f"cancelled: {self._cancel_reason}"
+            return TurnOutcome.HOOK_FAILED, str(failure)
+        return None, ""
+
+    def _launch(
+        self,
+        command: str,
+        files: _TurnFiles,
+        head: HeadSnapshot,
+        mapper: EventMapper,
+        progress: _Progress,
+    ) -> tuple[TurnOutcome | None, str, int | None]:
+        variables = dict(files.variables)
+        if head.sha:
+            variables["ORCHESTRATOR_HEAD_SHA"] = head.sha
+        if self.request.resume_session_id:
+            variables["ORCHESTRATOR_SESSION_ID"] = self.request.resume_session_id
+        env = self.runner.environment.build(variables)
+        log.info(
+            "agent_start",
+            run_id=self.run_id,
+            issue=self.request.workspace.identifier,
+            phase=self.request.phase.value,
+            attempt=self.request.attempt,
+            preset=self.runner.settings.preset.value,
+            command=command,
+            workspace=str(self.request.workspace.path),
+            env_withheld=list(env.withheld),
+        )
+        progress.started = time.monotonic()
+        return self._run_agent(
+            command=command,
+            env=env.variables,
+            prompt_file=files.prompt,
+            stderr_log=files.stderr_log,
+            mapper=mapper,
+            progress=progress,
+        )
+
+    def _log_exit(self, result: TurnResult) -> None:
+        log.info(
+            "agent_exit",
+            run_id=self.run_id,
+            issue=self.request.workspace.identifier,
+            phase=self.request.phase.value,
+            outcome=result.outcome.value,
+            exit_code=result.exit_code,
+            reason=result.message,
+            events=result.events,
+            malformed_lines=result.malformed_lines,
+            duration_ms=round(result.duration_s * 1000),
+            input_tokens=result.usage.input_tokens,
+            output_tokens=result.usage.output_tokens,
+            session_id=result.session_id,
+            head_before=result.head_before.sha,
+            head_after=result.head_after.sha,
+            ahead=result.head_after.ahead,
+            result_files=sorted(f.value for f in result.results.present),
+            result_errors=[str(e) for e in result.results.errors],
+        )
+
+    def _results(self, result_dir: Path, head: HeadSnapshot) -> ResultFiles:
+        try:
+            # The agent may have swapped the folder for a link since the turn began.
+            checked_child(result_dir.parent, result_dir.name)
+        except UnsafeWorkspacePath as error:
+            problem = ResultError(RESULT_DIR, None, None, str(error), ResultErrorKind.INVALID_VALUE)
+            return ResultFiles(errors=(problem,))
+        return read_results(
+            result_dir,
+            expected_head=head.sha,
+            max_bytes=self.runner.settings.result_max_bytes,
+            required=self.request.required_results,
+        )
+
+    def _snapshot(self, env: dict[str, str]) -> HeadSnapshot:
+        workspace = self.request.workspace
+        return take_snapshot(
+            workspace.path, branch=workspace.branch, base_branch=workspace.base_branch, env=env
+        )
+
+    def _after_run(self, env: dict[str, str]) -> None:
+        try:
+            run_hook(
+                HookName.AFTER_RUN, self.runner.hooks, cwd=self.request.workspace.path, env=env
+            )
+        except OSError as error:
+            log.warning("hook_failed", hook="after_run", run_id=self.run_id, error=str(error))
+
+    def _conclude(
+        self,
+        outcome: TurnOutcome | None,
+        message: str,
+        exit_code: int | None,
+        results: ResultFiles,
+        progress: _Progress,
+    ) -> tuple[TurnOutcome, str]:
+        if outcome is not None:
+            return outcome, message
+        if exit_code != 0:
+            detail = f": {progress.last_error}" if progress.last_error else ""
+            if exit_code is not None and exit_code < 0:
+                return TurnOutcome.FAILED, f"agent was killed by signal {-exit_code}{detail}"
+            return TurnOutcome.FAILED, f"agent exited with code {exit_code}{detail}"
+        if results.errors:
+            return TurnOutcome.INVALID_RESULTS, "; ".join(str(e) for e in results.errors)
+        return TurnOutcome.COMPLETED, "agent finished"
+
+    # ------------------------------------------------------------ the process
+
+    def _run_agent(
+        self,
+        *,
+        command: str,
+        env: dict[str, str],
+        prompt_file: Path,
+        stderr_log: Path,
+        mapper: EventMapper,
+        progress: _Progress,
+    ) -> tuple[TurnOutcome | None, str, int | None]:
+        if self._cancel.is_set():
+            return TurnOutcome.CANCELLED, f"cancelled before start: {self._cancel_reason}", None
+        settings = self.runner.settings
+        splitter = LineSplitter(settings.max_line_bytes)
+        with open(prompt_file, "rb") as stdin, open(stderr_log, "ab") as stderr:
+            try:
+                proc = spawn(
+                    ["bash", "-lc", command],
+                    cwd=self.request.workspace.path,
+                    env=env,
+                    stdin=stdin,
+                    stdout=subprocess.PIPE,
+                    stderr=stderr,
+                )
+            except OSError as error:
+                return TurnOutcome.FAILED, f"could not start the agent: {error}", None
+        assert proc.stdout is not None
+        progress.started = time.monotonic()
+        fd = proc.stdout.fileno()
+        os.set_blocking(fd, False)
+        selector = selectors.DefaultSelector()
+        selector.register(fd, selectors.EVENT_READ)
+        outcome: TurnOutcome | None = None
+        message = ""
+        eof = False
+        leader_exit: float | None = None
+        try:
+            while True:
+                now = time.monotonic()
+                watchdog = self._watchdog(now, progress)
+                if watchdog is not None:
+                    outcome, message = watchdog
+                    break
+                if proc.poll() is not None:
+                    if eof:
+                        break
+                    leader_exit = leader_exit or now
+                    # A background child still holds stdout; do not wait for it forever.
+                    if now - leader_exit > PIPE_DRAIN_S:
+                        break
+                wait = max(0.0, min(POLL_INTERVAL_S * 5, self._next_deadline(now, progress)))
+                if eof:
+                    time.sleep(min(wait, POLL_INTERVAL_S))
+                    continue
+                for _key, _mask in selector.select(wait):
+                    eof = self._read(fd, splitter, mapper, progress) is _Read.EOF
+                    if eof:
+                        selector.unregister(fd)
+            if outcome is not None:
+                log.warning(
+                    "agent_watchdog" if outcome.is_watchdog else "agent_cancelled",
+                    run_id=self.run_id,
+                    outcome=outcome.value,
+                    reason=message,
+                    events=progress.events,
+                )
+            if not terminate_session(proc, settings.grace_period_ms / 1000):
+                log.error("agent_survivors", run_id=self.run_id, session=proc.pid)
+            # Whatever is still buffered in the pipe; a writer that escaped the
+            # session may keep it open, so stop as soon as nothing is ready.
+            while not eof:
+                read = self._read(fd, splitter, mapper, progress)
+                eof = read is _Read.EOF
+                if read is _Read.NOTHING:
+                    break
+            last = splitter.finish()
+            if last is not None:
+                self._line(last, mapper, progress)
+        finally:
+            selector.close()
+            proc.stdout.close()
+            if proc.returncode is None:
+                proc.kill()
+                proc.wait()
+        if progress.malformed > MALFORMED_LOGGED:
+            log.warning("agent_malformed_lines", run_id=self.run_id, count=progress.malformed)
+        return outcome, message, proc.returncode
+
+    def _watchdog(self, now: float, progress: _Progress) -> tuple[TurnOutcome, str] | None:
+        settings = self.runner.settings
+        if self._cancel.is_set():
+            return TurnOutcome.CANCELLED, f"cancelled: {self._cancel_reason}"
+        elapsed_ms = (now - progress.started) * 1000
+        first = settings.first_event_timeout_ms
+        if progress.first_event is None and first and elapsed_ms >= first:
+            return (
+                TurnOutcome.SESSION_START_TIMEOUT,
+                f"session start timeout: no event within {first} ms of the start",
+            )
+        stall = settings.stall_timeout_ms
+        # Without a first-event watchdog, silence from the start counts as a stall.
+        quiet_since = progress.last_event if progress.last_event is not None else progress.started
+        armed = progress.first_event is not None or not first
+        if stall and armed and (now - quiet_since) * 1000 >= stall:
+            return (
+                TurnOutcome.STALLED,
+                f"stalled: no event for {stall} ms (after {progress.events} events)",
+            )
+        turn = settings.turn_timeout_ms
+        if turn and elapsed_ms >= turn:
+            return TurnOutcome.TURN_TIMEOUT, f"turn timeout: still running after {turn} ms"
+        return None
+
+    def _next_deadline(self, now: float, progress: _Progress) -> float:
+        settings = self.runner.settings
+        deadlines = []
+        if settings.turn_timeout_ms:
+            deadlines.append(progress.started + settings.turn_timeout_ms / 1000)
+        if progress.first_event is None and settings.first_event_timeout_ms:
+            deadlines.append(progress.started + settings.first_event_timeout_ms / 1000)
+        if settings.stall_timeout_ms:
+            since = progress.last_event if progress.last_event is not None else progress.started
+            deadlines.append(since + settings.stall_timeout_ms / 1000)
+        return min(deadlines) - now if deadlines else POLL_INTERVAL_S * 5
+
+    def _read(
+        self, fd: int, splitter: LineSplitter, mapper: EventMapper, progress: _Progress
+    ) -> _Read:
+        """Read and handle what the pipe has ready."""
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            return _Read.NOTHING
+        if not data:
+            return _Read.EOF
+        for line in splitter.feed(data):
+            if line is None:
+                self._malformed(progress, f"line longer than {splitter.max_bytes} bytes")
+            else:
+                self._line(line, mapper, progress)
+        return _Read.DATA
+
+    def _line(self, line: bytes, mapper: EventMapper, progress: _Progress) -> None:
+        if not line.strip():
+            return
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            self._malformed(progress, line[:_PREVIEW].decode("utf-8", "replace"))
+            return
+        if not isinstance(obj, dict):
+            self._malformed(progress, line[:_PREVIEW].decode("utf-8", "replace"))
+            return
+        try:
+            event = mapper.map(obj)
+        except (TypeError, ValueError, AttributeError):
+            event = AgentEvent(EventKind.OTHER, str(obj.get("type") or ""))
+        now = time.monotonic()
+        progress.events += 1
+        if progress.first_event is None:
+            progress.first_event = now
+            log.info(
+                "agent_first_event",
+                run_id=self.run_id,
+                after_ms=round((now - progress.started) * 1000),
+                event_type=event.raw_type,
+            )
+        progress.last_event = now
+        if event.kind is EventKind.ERROR and event.text:
+            progress.last_error = event.text
+        elif event.text and event.kind in (EventKind.MESSAGE, EventKind.TURN_COMPLETED):
+            progress.last_message = event.text
+        listener = self.runner.on_event
+        if listener is not None:
+            try:
+                listener(self.run_id, event)
+            except Exception:
+                log.exception("agent_event_listener_failed", run_id=self.run_id)
+
+    def _malformed(self, progress: _Progress, preview: str) -> None:
+        progress.malformed += 1
+        if progress.malformed <= MALFORMED_LOGGED:
+            log.warning(
+                "agent_malformed_line", run_id=self.run_id, count=progress.malformed, line=preview
+            )
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    """Write a fresh file at ``path``, never following a link someone left there."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    elif path.is_symlink() or path.exists():
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _since(moment: float | None, start: float) -> float | None:
+    return None if moment is None else max(0.0, moment - start)
+
+
+def _tail(path: Path, limit: int) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - limit))
+            return handle.read().decode("utf-8", "replace")
+    except OSError:
+        return ""

@@ -1,0 +1,359 @@
+"""Per-issue git workspaces: made from a local mirror, reused on continuation, removed at the end.
+
+Each issue gets one directory directly under the workspace root, named by
+:func:`~orchestrator.agent.naming.workspace_key`. A workspace appears only when
+it is complete (it is prepared in a staging folder and renamed into place),
+its git config never holds a credential, and ``.orchestrator/`` (the folder the
+runtime and the agent exchange files through) is excluded from commits.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from orchestrator.agent.environment import AgentEnvironment
+from orchestrator.agent.errors import HookFailed, WorkspaceError
+from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, RepoSource, git_ok, run_git
+from orchestrator.agent.hooks import HookName, run_hook
+from orchestrator.agent.mirror import STAGING_DIR, MirrorStore
+from orchestrator.agent.naming import branch_name, is_valid_branch_name, workspace_key
+from orchestrator.agent.paths import checked_child
+from orchestrator.agent.settings import HookSettings, WorkspaceSettings
+from orchestrator.logs import get_logger
+
+log = get_logger(__name__)
+
+RESULT_DIR = ".orchestrator"
+
+
+@dataclass(frozen=True)
+class IssueRef:
+    """What a workspace is for: the issue's stable identifier, number and title.
+
+    ``branch`` is the branch already recorded for the issue (in its workpad);
+    when given it wins over the name derived from the title, so a renamed
+    issue keeps its branch.
+    """
+
+    identifier: str
+    number: int
+    title: str = ""
+    branch: str | None = None
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """One issue's checkout: where it is, which branch the agent works on, and on top of what."""
+
+    identifier: str
+    key: str
+    path: Path
+    branch: str
+    base_branch: str
+    repo_url: str
+    created: bool
+
+    @property
+    def result_dir(self) -> Path:
+        """The folder the agent leaves its result files in."""
+        return self.path / RESULT_DIR
+
+
+class WorkspaceManager:
+    """Creates, finds and removes issue workspaces under one root, running the hooks around them."""
+
+    def __init__(
+        self,
+        settings: WorkspaceSettings,
+        hooks: HookSettings,
+        environment: AgentEnvironment,
+    ) -> None:
+        self.settings = settings
+        self.hooks = hooks
+        self.environment = environment
+        settings.root.mkdir(parents=True, exist_ok=True)
+        self.root = settings.root.resolve()
+        self._timeout_s = settings.git_timeout_ms / 1000
+        self.mirrors = MirrorStore(self.root, timeout_s=self._timeout_s)
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    # ------------------------------------------------------------------ paths
+
+    def path_for(self, identifier: str) -> Path:
+        """The checked workspace path of ``identifier`` (it may not exist yet).
+
+        Raises :class:`~orchestrator.agent.errors.UnsafeWorkspacePath` when a
+        link or a file in the root would redirect it.
+        """
+        return checked_child(self.root, workspace_key(identifier))
+
+    def exists(self, identifier: str) -> bool:
+        """Whether the workspace of ``identifier`` is present."""
+        return self.path_for(identifier).is_dir()
+
+    @contextmanager
+    def _locked(self, key: str) -> Iterator[None]:
+        with self._locks_guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            yield
+
+    # ---------------------------------------------------------------- create
+
+    def ensure(
+        self, issue: IssueRef, source: RepoSource, *, cancel: threading.Event | None = None
+    ) -> Workspace:
+        """The workspace of ``issue``: reused when present, else created from the mirror.
+
+        Creation runs the ``after_create`` hook; if it fails the new workspace
+        is removed again and :class:`~orchestrator.agent.errors.HookFailed` is
+        raised.
+        """
+        key = workspace_key(issue.identifier)
+        branch = issue.branch or branch_name(self.settings.branch_prefix, issue.number, issue.title)
+        if not is_valid_branch_name(branch):
+            raise WorkspaceError(f"branch {branch!r} of {issue.identifier} is not a valid name")
+        with self._locked(key):
+            path = checked_child(self.root, key)
+            if path.exists():
+                return self._reuse(issue, key, path, branch, source)
+            with self.mirrors.locked(source) as mirror:
+                self.mirrors.update(source, cancel=cancel)
+                base = self.settings.base_branch or self.mirrors.default_branch(mirror)
+                if not git_ok(
+                    ["rev-parse", "--verify", "--quiet", f"refs/heads/{base}"],
+                    cwd=mirror,
+                    timeout_s=self._timeout_s,
+                ):
+                    raise WorkspaceError(f"base branch {base!r} not found in {source.clean_url}")
+                self._create(
+                    issue=issue,
+                    key=key,
+                    path=path,
+                    branch=branch,
+                    base=base,
+                    mirror=mirror,
+                    source=source,
+                    cancel=cancel,
+                )
+            workspace = Workspace(
+                identifier=issue.identifier,
+                key=key,
+                path=path,
+                branch=branch,
+                base_branch=base,
+                repo_url=source.clean_url,
+                created=True,
+            )
+            try:
+                run_hook(
+                    HookName.AFTER_CREATE,
+                    self.hooks,
+                    cwd=path,
+                    env=self._hook_env(workspace),
+                    cancel=cancel,
+                )
+            except HookFailed:
+                shutil.rmtree(path, ignore_errors=True)
+                log.warning("workspace_discarded", issue=issue.identifier, workspace=str(path))
+                raise
+            log.info(
+                "workspace_created",
+                issue=issue.identifier,
+                workspace=str(path),
+                branch=branch,
+                base_branch=base,
+            )
+            return workspace
+
+    def _reuse(
+        self, issue: IssueRef, key: str, path: Path, branch: str, source: RepoSource
+    ) -> Workspace:
+        if not (path / ".git").is_dir() or (path / ".git").is_symlink():
+            raise WorkspaceError(
+                f"{path} exists but is not a workspace made by the orchestrator (no .git folder); "
+                "move it away or remove it"
+            )
+        # Branch and base come from the issue and the mirror, never from the
+        # workspace's git config: the agent can edit that, and the branch is
+        # where the runtime pushes.
+        base = self.settings.base_branch
+        if base is None:
+            mirror = self.mirrors.path_for(source)
+            base = self.mirrors.default_branch(mirror) if mirror.is_dir() else "main"
+        log.info("workspace_reused", issue=issue.identifier, workspace=str(path), branch=branch)
+        return Workspace(
+            identifier=issue.identifier,
+            key=key,
+            path=path,
+            branch=branch,
+            base_branch=base,
+            repo_url=source.clean_url,
+            created=False,
+        )
+
+    def _create(
+        self,
+        *,
+        issue: IssueRef,
+        key: str,
+        path: Path,
+        branch: str,
+        base: str,
+        mirror: Path,
+        source: RepoSource,
+        cancel: threading.Event | None,
+    ) -> None:
+        staging = checked_child(self.root, STAGING_DIR, create=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f"{key}-", dir=staging))
+        target = scratch / key
+        try:
+            self._git(["clone", "--no-checkout", "--quiet", str(mirror), str(target)], scratch)
+            # The mirror path is an implementation detail; the agent sees the real,
+            # credential-free URL as origin.
+            self._git(["remote", "set-url", "origin", source.clean_url], target)
+            self._git(["config", "user.name", self.settings.git_user_name], target)
+            self._git(["config", "user.email", self.settings.git_user_email], target)
+            remote_branch = f"refs/remotes/origin/{branch}"
+            if git_ok(
+                ["rev-parse", "--verify", "--quiet", remote_branch], cwd=target, timeout_s=30
+            ):
+                self._git(
+                    ["checkout", "--quiet", "-B", branch, "--track", f"origin/{branch}"], target
+                )
+            else:
+                self._git(
+                    ["checkout", "--quiet", "--no-track", "-b", branch, f"origin/{base}"], target
+                )
+            exclude = target / ".git" / "info" / "exclude"
+            exclude.parent.mkdir(parents=True, exist_ok=True)
+            with exclude.open("a", encoding="utf-8") as handle:
+                handle.write(f"\n/{RESULT_DIR}/\n")
+            (target / RESULT_DIR).mkdir(exist_ok=True)
+            if cancel is not None and cancel.is_set():
+                raise WorkspaceError(f"creation of the workspace of {issue.identifier} cancelled")
+            target.rename(path)
+        except OSError as error:
+            raise WorkspaceError(f"could not create the workspace {path}: {error}") from error
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _git(self, args: list[str], cwd: Path) -> str:
+        return run_git(args, cwd=cwd, timeout_s=self._timeout_s)
+
+    def _agent_git(self, args: list[str], cwd: Path) -> str:
+        """git in a workspace the agent has used: filtered environment, no hooks."""
+        return run_git(
+            [*UNTRUSTED_REPO_FLAGS, *args],
+            cwd=cwd,
+            timeout_s=self._timeout_s,
+            env=self.agent_git_env(),
+        )
+
+    def agent_git_env(self) -> dict[str, str]:
+        """The environment for git commands inside a workspace (no daemon secrets)."""
+        return self.environment.build().variables
+
+    def _hook_env(self, workspace: Workspace) -> dict[str, str]:
+        return self.environment.build(
+            {
+                "ORCHESTRATOR_WORKSPACE": str(workspace.path),
+                "ORCHESTRATOR_ISSUE": workspace.identifier,
+                "ORCHESTRATOR_BRANCH": workspace.branch,
+            }
+        ).variables
+
+    # ---------------------------------------------------------------- remove
+
+    def remove(self, issue: IssueRef) -> bool:
+        """Run ``before_remove`` (failure ignored) and delete the workspace; False if absent."""
+        key = workspace_key(issue.identifier)
+        with self._locked(key):
+            path = checked_child(self.root, key)
+            if not path.exists():
+                return False
+            workspace = Workspace(
+                identifier=issue.identifier,
+                key=key,
+                path=path,
+                branch=issue.branch or "",
+                base_branch="",
+                repo_url="",
+                created=False,
+            )
+            run_hook(HookName.BEFORE_REMOVE, self.hooks, cwd=path, env=self._hook_env(workspace))
+            # rmtree never follows links inside the tree; the path itself was checked above.
+            shutil.rmtree(path)
+            log.info("workspace_removed", issue=issue.identifier, workspace=str(path))
+            return True
+
+    # --------------------------------------------------------------- publish
+
+    def publish(
+        self, workspace: Workspace, source: RepoSource, *, cancel: threading.Event | None = None
+    ) -> str:
+        """Push the workspace's branch to the repository and return the pushed commit SHA.
+
+        The push goes through the mirror, never from the workspace: the
+        workspace's config and hooks are the agent's to edit, so the
+        credential is used only where the agent has no say.
+        """
+        path = checked_child(self.root, workspace.key)
+        if workspace.branch == workspace.base_branch:
+            raise WorkspaceError(
+                f"refusing to publish {workspace.identifier} onto its base branch "
+                f"{workspace.branch}"
+            )
+        head = self._agent_git(
+            ["rev-parse", "--verify", f"refs/heads/{workspace.branch}^{{commit}}"], path
+        )
+        with self.mirrors.locked(source) as mirror:
+            if not mirror.exists():
+                self.mirrors.update(source, cancel=cancel)
+            ref = f"refs/orchestrator/publish/{workspace.key}"
+            run_git(
+                [
+                    "fetch",
+                    "--quiet",
+                    "--no-tags",
+                    str(path),
+                    f"+refs/heads/{workspace.branch}:{ref}",
+                ],
+                cwd=mirror,
+                timeout_s=self._timeout_s,
+                cancel=cancel,
+                env=self.agent_git_env(),
+            )
+            fetched = run_git(["rev-parse", ref], cwd=mirror, timeout_s=self._timeout_s)
+            if fetched != head:
+                run_git(["update-ref", "-d", ref], cwd=mirror, timeout_s=self._timeout_s)
+                raise WorkspaceError(
+                    f"branch {workspace.branch} moved while publishing "
+                    f"({head[:12]} -> {fetched[:12]})"
+                )
+            run_git(
+                [
+                    "-c",
+                    "core.hooksPath=/dev/null",
+                    "push",
+                    "--quiet",
+                    "origin",
+                    f"{head}:refs/heads/{workspace.branch}",
+                ],
+                cwd=mirror,
+                timeout_s=self._timeout_s,
+                auth_header=source.auth_header(),
+                cancel=cancel,
+            )
+            run_git(["update-ref", "-d", ref], cwd=mirror, timeout_s=self._timeout_s)
+        # Let the workspace see what the remote now has, for the ahead count.
+        self._agent_git(["update-ref", f"refs/remotes/origin/{workspace.branch}", head], path)
+        log.info("branch_published", issue=workspace.identifier, branch=workspace.branch, sha=head)
+        return head

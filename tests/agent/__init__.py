@@ -1,0 +1,1 @@
+"""Tests of the agent runner, the workspaces and the scripted agent."""
