@@ -1,0 +1,235 @@
+"""Pull request state for the passive phases, in two levels of cost.
+
+Each poll sends one cheap fingerprint query per up to 100 pull requests and
+fetches the full state (reviews, threads with comments, every check) only for
+those whose fingerprint changed. The full state is kept in the ETag cache under
+the fingerprint's hash, so unchanged pull requests reuse it, across restarts too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from orchestrator.domain.snapshot import (
+    Actor,
+    ChecksSummary,
+    PRReview,
+    PRStatus,
+    PullRequest,
+    ReviewThread,
+    ReviewVerdict,
+)
+from orchestrator.github.client import EtagCache, GitHubClient
+from orchestrator.github.queries import (
+    MAX_FINGERPRINT_BATCH,
+    MAX_STATE_BATCH,
+    fingerprint_request,
+    pull_request_alias,
+    state_request,
+)
+
+PASSED_CONCLUSIONS = frozenset({"SUCCESS", "NEUTRAL", "SKIPPED"})
+PASSED_STATES = frozenset({"SUCCESS"})
+FAILED_STATES = frozenset({"FAILURE", "ERROR"})
+
+ActorLookup = Callable[[str, str | None], Actor]
+
+
+def _split(repo: str) -> tuple[str, str]:
+    owner, _, name = repo.partition("/")
+    if not owner or not name:
+        raise ValueError(f"repository must be owner/name, got {repo!r}")
+    return owner, name
+
+
+def _run_batches(
+    client: GitHubClient,
+    repo: str,
+    numbers: Sequence[int],
+    size: int,
+    build: Callable[[str, str, Sequence[int]], Any],
+) -> dict[int, dict[str, Any]]:
+    owner, name = _split(repo)
+    nodes: dict[int, dict[str, Any]] = {}
+    unique = list(dict.fromkeys(numbers))
+    for start in range(0, len(unique), size):
+        batch = unique[start : start + size]
+        request = build(owner, name, batch)
+        data = client.graphql(request.query, dict(request.variables))
+        repository = data.get("repository") or {}
+        for index, number in enumerate(batch):
+            node = repository.get(pull_request_alias(index))
+            if node is not None:
+                nodes[number] = node
+    return nodes
+
+
+def fetch_fingerprints(
+    client: GitHubClient, repo: str, numbers: Sequence[int]
+) -> dict[int, dict[str, Any]]:
+    """The fingerprint node of each pull request (missing ones are left out)."""
+    return _run_batches(client, repo, numbers, MAX_FINGERPRINT_BATCH, fingerprint_request)
+
+
+def fetch_states(
+    client: GitHubClient, repo: str, numbers: Sequence[int]
+) -> dict[int, dict[str, Any]]:
+    """The full state node of each pull request (missing ones are left out)."""
+    return _run_batches(client, repo, numbers, MAX_STATE_BATCH, state_request)
+
+
+def fingerprint_hash(node: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(node, sort_keys=True).encode()).hexdigest()
+
+
+class PRStatePoller:
+    """Polls many pull requests of one repository at the cost of their fingerprints."""
+
+    def __init__(self, client: GitHubClient, cache: EtagCache, actor: ActorLookup) -> None:
+        self._client = client
+        self._cache = cache
+        self._actor = actor
+
+    def poll(self, repo: str, numbers: Sequence[int]) -> dict[int, PullRequest]:
+        """The state of each pull request; full fetches only for changed fingerprints."""
+        if not numbers:
+            return {}
+        fingerprints = fetch_fingerprints(self._client, repo, numbers)
+        states: dict[int, dict[str, Any]] = {}
+        changed: list[int] = []
+        for number, node in fingerprints.items():
+            cached = self._cache.get(self._key(repo, number))
+            if cached is not None and cached.etag == fingerprint_hash(node):
+                states[number] = json.loads(cached.body)
+            else:
+                changed.append(number)
+        if changed:
+            fresh = fetch_states(self._client, repo, changed)
+            now = datetime.now(UTC)
+            for number, node in fresh.items():
+                states[number] = node
+                self._cache.put(
+                    self._key(repo, number),
+                    etag=fingerprint_hash(fingerprints[number]),
+                    last_modified=None,
+                    body=json.dumps(node),
+                    now=now,
+                )
+        return {n: to_pull_request(repo, node, self._actor) for n, node in states.items()}
+
+    @staticmethod
+    def _key(repo: str, number: int) -> str:
+        return f"graphql:pr-state:{repo}#{number}"
+
+
+def inspect_pr_state(
+    client: GitHubClient, repo: str, number: int, actor: ActorLookup
+) -> PullRequest | None:
+    """A fresh, uncached read of one pull request's full state (before merging)."""
+    node = fetch_states(client, repo, [number]).get(number)
+    return to_pull_request(repo, node, actor) if node is not None else None
+
+
+def _time(value: str | None) -> datetime:
+    if not value:
+        return datetime.fromtimestamp(0, UTC)
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _author(node: dict[str, Any] | None, actor: ActorLookup) -> Actor:
+    node = node or {}
+    return actor(str(node.get("login") or "ghost"), node.get("__typename"))
+
+
+def _checks(head: str, node: dict[str, Any]) -> ChecksSummary:
+    commits = (node.get("commits") or {}).get("nodes") or []
+    commit = (commits[-1] or {}).get("commit") if commits else None
+    rollup = (commit or {}).get("statusCheckRollup") or {}
+    latest: dict[str, tuple[int, str]] = {}
+    for context in (rollup.get("contexts") or {}).get("nodes") or []:
+        if context.get("__typename") == "CheckRun":
+            name = str(context.get("name"))
+            if context.get("status") != "COMPLETED":
+                verdict = "pending"
+            elif context.get("conclusion") in PASSED_CONCLUSIONS:
+                verdict = "passed"
+            else:
+                verdict = "failing"
+            order = int(context.get("databaseId") or 0)
+        else:
+            name = str(context.get("context"))
+            state = context.get("state")
+            verdict = (
+                "passed"
+                if state in PASSED_STATES
+                else "failing"
+                if state in FAILED_STATES
+                else "pending"
+            )
+            order = 0
+        # A re-run reports the same name again: the newest run is the one that counts.
+        if name not in latest or order >= latest[name][0]:
+            latest[name] = (order, verdict)
+    by = {
+        kind: frozenset(n for n, (_, v) in latest.items() if v == kind)
+        for kind in ("passed", "failing", "pending")
+    }
+    return ChecksSummary(
+        head_sha=head, passed=by["passed"], failing=by["failing"], pending=by["pending"]
+    )
+
+
+def to_pull_request(repo: str, node: dict[str, Any], actor: ActorLookup) -> PullRequest:
+    """Map a full state node to the domain's pull request value."""
+    head = str(node.get("headRefOid") or "")
+    status = {"OPEN": PRStatus.OPEN, "MERGED": PRStatus.MERGED}.get(
+        str(node.get("state")), PRStatus.CLOSED
+    )
+    mergeable = {"MERGEABLE": True, "CONFLICTING": False}.get(str(node.get("mergeable")))
+    reviews = []
+    for review in (node.get("reviews") or {}).get("nodes") or []:
+        try:
+            verdict = ReviewVerdict(str(review.get("state")).lower())
+        except ValueError:
+            continue  # PENDING reviews are drafts, not verdicts
+        reviews.append(
+            PRReview(
+                author=_author(review.get("author"), actor),
+                verdict=verdict,
+                commit_sha=str((review.get("commit") or {}).get("oid") or ""),
+                submitted_at=_time(review.get("submittedAt")),
+            )
+        )
+    threads = []
+    for thread in (node.get("reviewThreads") or {}).get("nodes") or []:
+        comments = (thread.get("comments") or {}).get("nodes") or []
+        if not comments:
+            continue
+        first, last = comments[0], comments[-1]
+        threads.append(
+            ReviewThread(
+                id=str(thread["id"]),
+                author=_author(first.get("author"), actor),
+                body=str(first.get("body") or ""),
+                created_at=_time(first.get("createdAt")),
+                path=thread.get("path"),
+                is_resolved=bool(thread.get("isResolved")),
+                is_outdated=bool(thread.get("isOutdated")),
+                last_comment_at=_time(last.get("createdAt")),
+                last_comment_author=_author(last.get("author"), actor),
+            )
+        )
+    return PullRequest(
+        number=int(node["number"]),
+        url="",
+        head_sha=head,
+        status=status,
+        mergeable=mergeable,
+        checks=_checks(head, node),
+        reviews=tuple(reviews),
+        threads=tuple(threads),
+    )

@@ -1,0 +1,80 @@
+"""The GitHub Issues tracker (on the emulator) and the in-memory tracker agree."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from orchestrator.domain.snapshot import IssueRef, TrackedIssue
+from orchestrator.github.client import GitHubClient
+from orchestrator.github.gateway import GitHubGateway
+from orchestrator.sim.testing import running_world
+from orchestrator.tracker.base import TrackerSettings
+from orchestrator.tracker.github_issues import GitHubIssuesTracker
+from orchestrator.tracker.memory import MemoryTracker
+
+STATES = {"Todo": "todo", "In Progress": "in-progress", "In Review": "in-review", "Done": "done"}
+
+
+def _settings(repo: str) -> TrackerSettings:
+    return TrackerSettings(
+        repo=repo,
+        required_labels=frozenset({"agent"}),
+        state_labels=STATES,
+        active_states=frozenset({"Todo", "In Progress", "In Review"}),
+    )
+
+
+def test_state_of_labels() -> None:
+    settings = _settings("a/b")
+    assert settings.state_of({"agent"}) == "Todo"
+    assert settings.state_of({"agent", "in-review"}) == "In Review"
+
+
+def test_github_tracker_candidates_states_and_refresh(tmp_path: Path) -> None:
+    with running_world(tmp_path / "sim") as world:
+        control, human = world.control, world.human.login
+        wanted = control.create_issue(world.repo, "Add x", as_user=human, labels=["agent"])
+        control.create_issue(world.repo, "Unlabelled", as_user=human)
+        closed = control.create_issue(world.repo, "Closed", as_user=human, labels=["agent"])
+        control.update_issue(world.repo, closed, as_user=human, state="closed")
+        finished = control.create_issue(
+            world.repo, "Finished", as_user=human, labels=["agent", "done"]
+        )
+        control.push(world.repo, "feature", {"f.txt": "1\n"}, as_user=human)
+        control.create_pull(world.repo, "A PR with the label", "feature", as_user=human)
+
+        gateway = GitHubGateway(GitHubClient(world.url, world.bot.token))
+        tracker = GitHubIssuesTracker(gateway, _settings(world.repo))
+        candidates = tracker.fetch_candidates()
+        assert [(c.ref.number, c.tracker_state) for c in candidates] == [(wanted, "Todo")]
+        assert candidates[0].labels == {"agent"} and candidates[0].is_open
+
+        tracker.set_tracker_state(IssueRef(world.repo, wanted), "In Progress")
+        tracker.set_tracker_state(IssueRef(world.repo, wanted), "In Review")
+        refreshed = tracker.refresh_by_ids(
+            [IssueRef(world.repo, n) for n in (wanted, closed, finished, 999)]
+        )
+        assert refreshed[IssueRef(world.repo, wanted)].labels == {"agent", "in-review"}
+        assert refreshed[IssueRef(world.repo, wanted)].tracker_state == "In Review"
+        assert refreshed[IssueRef(world.repo, closed)].is_open is False
+        assert refreshed[IssueRef(world.repo, closed)].tracker_state == "Done"
+        assert IssueRef(world.repo, 999) not in refreshed
+
+
+def test_memory_tracker_behaves_alike() -> None:
+    settings = _settings("acme/app")
+    now = datetime(2026, 11, 1, tzinfo=UTC)
+    tracker = MemoryTracker(
+        settings,
+        [
+            TrackedIssue(IssueRef("acme/app", 2), "b", True, frozenset({"agent"}), now),
+            TrackedIssue(IssueRef("acme/app", 1), "a", True, frozenset({"agent", "done"}), now),
+            TrackedIssue(IssueRef("acme/app", 3), "c", True, frozenset(), now),
+        ],
+    )
+    assert [c.ref.number for c in tracker.fetch_candidates()] == [2]
+    tracker.set_tracker_state(IssueRef("acme/app", 2), "In Progress")
+    issue = tracker.refresh_by_ids([IssueRef("acme/app", 2)])[IssueRef("acme/app", 2)]
+    assert issue.labels == {"agent", "in-progress"} and issue.tracker_state == "In Progress"
+    assert tracker.state_changes == [(IssueRef("acme/app", 2), "In Progress")]
