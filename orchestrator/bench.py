@@ -1,0 +1,33 @@
+"""Run every benchmark of the product and print their figures (``make bench``).
+
+Each area keeps its own benchmark module with a ``main(argv)``; this runs them
+one after another with their defaults. Benchmarks print figures; they never
+decide pass or fail.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS = (
+    ("planner: plan() over 10,000 tracked issues", "orchestrator.domain.bench"),
+    ("emulator: simple GET requests per second", "orchestrator.sim.bench"),
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmarks named in ``argv`` (module names), or all of them."""
+    wanted = set(argv if argv is not None else sys.argv[1:])
+    for title, module_name in BENCHMARKS:
+        if wanted and module_name not in wanted:
+            continue
+        print(f"== {title} ({module_name})", flush=True)
+        module = importlib.import_module(module_name)
+        module.main([])
+        print(flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""The daemon: scheduler, tick, side-effect gate, worker pool and lifecycle."""
