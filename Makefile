@@ -8,7 +8,7 @@ OPENAPI_VERSION := 23.0.2
 GRAPHQL_SCHEMA_VERSION := 15.26.1
 PYTEST_ARGS ?=
 
-.PHONY: all demo test test-fast lint bench contracts postgres-server clean
+.PHONY: all demo test lint bench contracts postgres-server systemd-tools clean
 
 all: test
 
@@ -43,11 +43,17 @@ postgres-server:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null; \
 	fi
 
+# systemd-analyze checks the shipped unit file (Debian's systemd package).
+systemd-tools:
+	@command -v systemd-analyze >/dev/null 2>&1 || { echo "installing Debian's systemd package"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	  --no-install-recommends systemd >/dev/null; }
+
 demo: $(STAMP)
 	$(BIN)/orchestrator demo
 
-test: $(STAMP) contracts postgres-server
-	ORCHESTRATOR_REQUIRE_PG=1 bash tests/support/with-postgres.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+test: $(STAMP) contracts postgres-server systemd-tools
+	ORCHESTRATOR_REQUIRE_PG=1 ORCHESTRATOR_REQUIRE_SYSTEMD=1 bash tests/support/with-postgres.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

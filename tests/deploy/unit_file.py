@@ -1,0 +1,99 @@
+"""A reader for systemd unit files and time spans, enough to check the shipped unit."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_SPAN_UNITS_S = {
+    "us": 1e-6,
+    "ms": 1e-3,
+    "s": 1.0,
+    "sec": 1.0,
+    "m": 60.0,
+    "min": 60.0,
+    "h": 3600.0,
+    "hr": 3600.0,
+}
+_SPAN_PART = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]*)")
+
+
+class UnitSyntaxError(ValueError):
+    """A line the reader does not understand, with its position."""
+
+
+@dataclass(frozen=True)
+class UnitFile:
+    """The assignments of a unit file, in order, per section (keys may repeat)."""
+
+    path: Path
+    sections: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    def values(self, section: str, key: str) -> list[str]:
+        """Every value assigned to ``key``; an empty assignment resets the list, as in systemd."""
+        found: list[str] = []
+        for name, value in self.sections.get(section, []):
+            if name == key:
+                found = [] if value == "" else [*found, value]
+        return found
+
+    def value(self, section: str, key: str) -> str | None:
+        """The last value of ``key``, or None when it is not set."""
+        values = self.values(section, key)
+        return values[-1] if values else None
+
+    def words(self, section: str, key: str) -> list[str]:
+        """The space-separated items of every assignment of a list setting."""
+        return [word for value in self.values(section, key) for word in value.split()]
+
+    def environment(self) -> dict[str, str]:
+        pairs: dict[str, str] = {}
+        for value in self.values("Service", "Environment"):
+            for item in value.split():
+                name, _, setting = item.partition("=")
+                pairs[name] = setting
+        return pairs
+
+
+def read_unit(path: Path) -> UnitFile:
+    unit = UnitFile(path)
+    section: str | None = None
+    pending = ""
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        line = raw.strip()
+        if not pending and (not line or line.startswith(("#", ";"))):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line, pending = pending + line, ""
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            unit.sections.setdefault(section, [])
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or section is None:
+            raise UnitSyntaxError(f"{path}:{number}: expected KEY=VALUE inside a [Section]")
+        unit.sections[section].append((key.strip(), value.strip()))
+    return unit
+
+
+def timespan_s(text: str) -> float:
+    """A systemd time span (``90``, ``60s``, ``1min 30s``, ``500ms``) in seconds."""
+    text = text.strip()
+    if text.isdigit():
+        return float(text)
+    total = 0.0
+    position = 0
+    for match in _SPAN_PART.finditer(text):
+        if text[position : match.start()].strip():
+            raise ValueError(f"not a time span: {text!r}")
+        number, unit = match.groups()
+        if unit not in _SPAN_UNITS_S:
+            raise ValueError(f"unknown time unit {unit!r} in {text!r}")
+        total += float(number) * _SPAN_UNITS_S[unit]
+        position = match.end()
+    if position == 0 or text[position:].strip():
+        raise ValueError(f"not a time span: {text!r}")
+    return total
