@@ -20,6 +20,12 @@ SUBCOMMANDS: dict[str, str] = {
     "db": "orchestrator.store.cli:db",
     "validate": "orchestrator.workflow.cli:validate",
     "sim": "orchestrator.sim.cli:sim",
+    "run": "orchestrator.runtime.cli:run",
+    "demo": "orchestrator.demo.cli:demo",
+    "status": "orchestrator.operator.cli:status",
+    "issue": "orchestrator.operator.cli:issue",
+    "brake": "orchestrator.operator.cli:brake",
+    "pr": "orchestrator.operator.cli:pr",
 }
 
 

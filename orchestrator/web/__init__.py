@@ -1,0 +1,1 @@
+"""The operator's HTTP surface: dashboard, JSON API, metrics and health checks."""

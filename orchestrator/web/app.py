@@ -1,0 +1,204 @@
+"""The Starlette application: dashboard, issue timelines, JSON API, metrics, health.
+
+Every mutating endpoint needs the bearer token from ``server.token`` (and is
+refused while none is configured); when a token is set, reads need it too.
+Health checks stay open so a container runtime can probe them.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from orchestrator.runtime.status import RuntimeStatus
+from orchestrator.store.database import Database
+from orchestrator.web import pages, views
+from orchestrator.web.control import DaemonControl
+from orchestrator.web.metrics import make_registry, metrics_text
+
+OPEN_PATHS = frozenset({"/healthz", "/readyz"})
+MIN_TICK_AGE = timedelta(seconds=60)
+
+
+def error(status: int, code: str, message: str) -> JSONResponse:
+    """The one error envelope of the API."""
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def create_app(
+    *,
+    db: Database,
+    status: Callable[[], RuntimeStatus | None],
+    control: DaemonControl | None,
+    token: str | None = None,
+    html_base: str = "https://github.com",
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Starlette:
+    """The operator's web application over the store and the daemon's live status."""
+    registry = make_registry(db, status)
+
+    def authorized(request: Request, mutating: bool) -> JSONResponse | None:
+        if request.url.path in OPEN_PATHS:
+            return None
+        if token is None:
+            if mutating:
+                return error(
+                    403,
+                    "token_not_configured",
+                    "set server.token to enable the operator API's write endpoints",
+                )
+            return None
+        given = request.headers.get("authorization", "")
+        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+            return error(401, "unauthorized", "a valid 'Authorization: Bearer <token>' is required")
+        return None
+
+    def current() -> RuntimeStatus | None:
+        return status()
+
+    async def dashboard(request: Request) -> Response:
+        if (denied := authorized(request, False)) is not None:
+            return denied
+        now = clock()
+        live = current()
+        rows = views.issue_rows(db, live, now)
+        head = views.header(live) if live else _no_status_header()
+        return HTMLResponse(pages.dashboard(head, rows, html_base))
+
+    async def issue_page(request: Request) -> Response:
+        if (denied := authorized(request, False)) is not None:
+            return denied
+        data = _timeline(request)
+        if data is None:
+            return HTMLResponse("<h1>Not tracked</h1><p><a href='/'>dashboard</a></p>", 404)
+        return HTMLResponse(pages.issue_page(data))
+
+    def _timeline(request: Request) -> dict[str, Any] | None:
+        p = request.path_params
+        return views.timeline(db, f"{p['owner']}/{p['repo']}", int(p["number"]))
+
+    async def api_state(request: Request) -> Response:
+        if (denied := authorized(request, False)) is not None:
+            return denied
+        now = clock()
+        live = current()
+        return JSONResponse(
+            {
+                "as_of": now.isoformat(),
+                "daemon": views.header(live).as_json() if live else None,
+                "issues": [row.as_json() for row in views.issue_rows(db, live, now)],
+            }
+        )
+
+    async def api_issue(request: Request) -> Response:
+        if (denied := authorized(request, False)) is not None:
+            return denied
+        data = _timeline(request)
+        if data is None:
+            p = request.path_params
+            return error(
+                404, "issue_not_found", f"{p['owner']}/{p['repo']}#{p['number']} is not tracked"
+            )
+        return JSONResponse(data)
+
+    async def api_refresh(request: Request) -> Response:
+        if (denied := authorized(request, True)) is not None:
+            return denied
+        if control is None:
+            return error(503, "daemon_not_running", "no daemon is attached to this server")
+        queued = control.request_tick()
+        return JSONResponse({"status": "queued" if queued else "coalesced"}, status_code=202)
+
+    async def api_brake(request: Request) -> Response:
+        if (denied := authorized(request, True)) is not None:
+            return denied
+        if control is None:
+            return error(503, "daemon_not_running", "no daemon is attached to this server")
+        active = request.method == "POST"
+        control.set_brake(active)
+        return JSONResponse({"brake": active})
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def readyz(request: Request) -> Response:
+        problems = readiness_problems(db, current(), clock())
+        if problems:
+            return JSONResponse({"status": "unready", "problems": problems}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    async def metrics(request: Request) -> Response:
+        if (denied := authorized(request, False)) is not None:
+            return denied
+        return Response(
+            metrics_text(registry), media_type="text/plain; version=0.0.4; charset=utf-8"
+        )
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        codes = {404: "not_found", 405: "method_not_allowed"}
+        code = codes.get(exc.status_code, "http_error")
+        if request.url.path.startswith("/api/") or exc.status_code == 405:
+            response = error(
+                exc.status_code, code, f"{request.method} {request.url.path}: {exc.detail}"
+            )
+            if exc.headers:
+                response.headers.update(exc.headers)
+            return response
+        return HTMLResponse(f"<h1>{exc.status_code}</h1><p>{exc.detail}</p>", exc.status_code)
+
+    routes = [
+        Route("/", dashboard, methods=["GET"]),
+        Route("/issues/{owner}/{repo}/{number:int}", issue_page, methods=["GET"]),
+        Route("/api/v1/state", api_state, methods=["GET"]),
+        Route("/api/v1/issues/{owner}/{repo}/{number:int}", api_issue, methods=["GET"]),
+        Route("/api/v1/refresh", api_refresh, methods=["POST"]),
+        Route("/api/v1/brake", api_brake, methods=["POST", "DELETE"]),
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
+        Route("/metrics", metrics, methods=["GET"]),
+    ]
+    return Starlette(routes=routes, exception_handlers={HTTPException: http_error})
+
+
+def readiness_problems(db: Database, status: RuntimeStatus | None, now: datetime) -> list[str]:
+    """Why the daemon should not receive traffic now (empty when it is ready)."""
+    problems = []
+    if not db.ping():
+        problems.append(f"database unreachable: {db.display_url}")
+    if status is None:
+        problems.append("no daemon status yet")
+        return problems
+    if status.policy_error:
+        problems.append(f"policy invalid: {status.policy_error}")
+    allowed = max(MIN_TICK_AGE, timedelta(seconds=3 * status.poll_interval_s))
+    reference = status.last_tick_at or status.started_at
+    if now - reference > allowed:
+        last = status.last_tick_at.isoformat() if status.last_tick_at else "never"
+        problems.append(f"last tick is stale (last: {last}, allowed age {allowed})")
+    return problems
+
+
+def _no_status_header() -> views.Header:
+    return views.Header(
+        rollout_mode="unknown",
+        brake_active=False,
+        stopped_repos=(),
+        policy_path="",
+        policy_error=None,
+        budgets=(),
+        rate_limited_until=None,
+        last_tick_at=None,
+        last_tick_error="no daemon attached",
+        ticks=0,
+        replica_id="-",
+        running=0,
+    )

@@ -1,0 +1,219 @@
+"""The presenter: database rows and the live status turned into view values.
+
+Pages, the JSON API and the terminal table all render these values, so what
+an operator sees is the same everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+from orchestrator.runtime.status import RunningTurn, RuntimeStatus
+from orchestrator.store.database import Database
+from orchestrator.store.models import TrackedIssue
+
+GATE_NAMES = ("checks", "human_approval", "mergeability", "head_match")
+
+
+@dataclass(frozen=True, slots=True)
+class IssueRow:
+    """One line of the dashboard table."""
+
+    repo: str
+    number: int
+    title: str
+    tracker_state: str | None
+    phase: str
+    phase_since: str
+    rollout_mode: str | None
+    ownership: str | None
+    kill_switch: str | None
+    pr_number: int | None
+    pr_head_sha: str | None
+    last_observed_at: str | None
+    next_action: str | None
+    waiting_reason: str | None
+    gates: dict[str, str]
+    running_phase: str | None
+    running_since: str | None
+    running_elapsed_s: float | None
+    last_event: str | None
+    last_event_at: str | None
+    retry_due_at: str | None
+    rework_cycles: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.repo}#{self.number}"
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _observation(row: TrackedIssue) -> dict[str, Any]:
+    observation = row.observation or {}
+    if not observation and isinstance(row.workpad, dict):
+        nested = row.workpad.get("observation")
+        observation = nested if isinstance(nested, dict) else {}
+    return observation
+
+
+def issue_row(row: TrackedIssue, running: RunningTurn | None, now: datetime) -> IssueRow:
+    observation = _observation(row)
+    gates = {str(k): str(v) for k, v in (observation.get("gates") or {}).items()}
+    return IssueRow(
+        repo=row.repo,
+        number=row.number,
+        title=row.title,
+        tracker_state=row.tracker_state,
+        phase=row.phase,
+        phase_since=row.phase_since.isoformat(),
+        rollout_mode=observation.get("rollout_mode"),
+        ownership=gates.get("ownership"),
+        kill_switch=gates.get("kill_switch"),
+        pr_number=row.pr_number,
+        pr_head_sha=row.pr_head_sha,
+        last_observed_at=observation.get("last_observed_at"),
+        next_action=observation.get("next_intended_action"),
+        waiting_reason=row.waiting_reason,
+        gates={name: gates[name] for name in GATE_NAMES if name in gates},
+        running_phase=running.phase if running else None,
+        running_since=_iso(running.started_at) if running else None,
+        running_elapsed_s=(now - running.started_at).total_seconds() if running else None,
+        last_event=running.last_event if running else None,
+        last_event_at=_iso(running.last_event_at) if running else None,
+        retry_due_at=_iso(row.retry_due_at),
+        rework_cycles=row.rework_cycles,
+    )
+
+
+def issue_rows(db: Database, status: RuntimeStatus | None, now: datetime) -> list[IssueRow]:
+    running = {(t.repo, t.number): t for t in (status.running if status else ())}
+    return [issue_row(row, running.get((row.repo, row.number)), now) for row in db.issues.all()]
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """The dashboard's header: global mode, brake, policy, budget, ticks."""
+
+    rollout_mode: str
+    brake_active: bool
+    stopped_repos: tuple[str, ...]
+    policy_path: str
+    policy_error: str | None
+    budgets: tuple[dict[str, Any], ...]
+    rate_limited_until: str | None
+    last_tick_at: str | None
+    last_tick_error: str | None
+    ticks: int
+    replica_id: str
+    running: int
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def header(status: RuntimeStatus) -> Header:
+    return Header(
+        rollout_mode=status.rollout_mode,
+        brake_active=status.brake_active,
+        stopped_repos=status.stopped_repos,
+        policy_path=status.policy_path,
+        policy_error=status.policy_error,
+        budgets=tuple(
+            {
+                "resource": b.resource,
+                "remaining": b.remaining,
+                "limit": b.limit,
+                "reset_at": _iso(b.reset_at),
+            }
+            for b in status.budgets
+        ),
+        rate_limited_until=_iso(status.rate_limited_until),
+        last_tick_at=_iso(status.last_tick_at),
+        last_tick_error=status.last_tick_error,
+        ticks=status.ticks,
+        replica_id=status.replica_id,
+        running=len(status.running),
+    )
+
+
+def timeline(db: Database, repo: str, number: int) -> dict[str, Any] | None:
+    """Everything recorded about one issue, newest last, or None if it is not tracked."""
+    row = db.issues.get(repo, number)
+    if row is None:
+        return None
+    runs = list(reversed(db.runs.for_issue(row.id)))
+    return {
+        "issue": {
+            "repo": row.repo,
+            "number": row.number,
+            "title": row.title,
+            "phase": row.phase,
+            "phase_since": row.phase_since.isoformat(),
+            "tracker_state": row.tracker_state,
+            "branch": row.branch,
+            "pr_number": row.pr_number,
+            "pr_head_sha": row.pr_head_sha,
+            "rework_cycles": row.rework_cycles,
+            "waiting_reason": row.waiting_reason,
+            "retry_due_at": _iso(row.retry_due_at),
+            "version": row.version,
+        },
+        "workpad": row.workpad,
+        "observation": _observation(row),
+        "phase_events": [
+            {
+                "at": e.at.isoformat(),
+                "from": e.from_phase,
+                "to": e.to_phase,
+                "reason": e.reason,
+                "actor": e.actor,
+            }
+            for e in db.issues.events(row.id)
+        ],
+        "side_effects": [
+            {
+                "kind": s.kind,
+                "key": s.idempotency_key,
+                "status": s.status,
+                "rollout_mode": s.rollout_mode,
+                "attempts": s.attempts,
+                "result": s.result,
+                "created_at": s.created_at.isoformat(),
+                "updated_at": s.updated_at.isoformat(),
+            }
+            for s in reversed(db.outbox.for_issue(row.id))
+        ],
+        "agent_runs": [
+            {
+                "run_id": r.run_id,
+                "phase": r.phase,
+                "attempt": r.attempt,
+                "started_at": r.started_at.isoformat(),
+                "first_event_at": _iso(r.first_event_at),
+                "ended_at": _iso(r.ended_at),
+                "outcome": r.outcome,
+                "error": r.error,
+                "duration_s": (r.ended_at - r.started_at).total_seconds() if r.ended_at else None,
+                "total_tokens": r.total_tokens,
+                "replica_id": r.replica_id,
+            }
+            for r in runs
+        ],
+        "last_prompt": _last_prompt(runs),
+    }
+
+
+def _last_prompt(runs: list[Any]) -> str | None:
+    for run in reversed(runs):
+        prompt = getattr(run, "prompt", None)
+        if prompt:
+            return str(prompt)
+    return None
