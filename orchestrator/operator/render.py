@@ -1,0 +1,121 @@
+"""Plain-text rendering of the operator views for a terminal."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from orchestrator.github.outcomes import FailingCheck
+from orchestrator.web.views import IssueRow
+
+COLUMNS = (
+    "issue",
+    "phase",
+    "tracker",
+    "mode",
+    "PR",
+    "head",
+    "gates",
+    "waiting",
+    "agent",
+    "next action",
+)
+
+
+def _cells(row: IssueRow) -> list[str]:
+    gates = " ".join(f"{k.split('_')[0]}:{v}" for k, v in row.gates.items())
+    agent = f"{row.running_phase} {row.running_elapsed_s or 0:.0f}s" if row.running_phase else ""
+    if not agent and row.retry_due_at:
+        agent = f"retry {row.retry_due_at[11:19]}"
+    return [
+        row.key,
+        row.phase,
+        row.tracker_state or "",
+        row.rollout_mode or "",
+        f"#{row.pr_number}" if row.pr_number else "",
+        (row.pr_head_sha or "")[:8],
+        gates,
+        row.waiting_reason or "",
+        agent,
+        row.next_action or "",
+    ]
+
+
+def table(rows: Sequence[IssueRow], width: int = 160) -> str:
+    """The dashboard table as aligned text columns; the last column is cut to ``width``."""
+    if not rows:
+        return "No tracked issues."
+    grid = [list(COLUMNS)] + [_cells(row) for row in rows]
+    widths = [max(len(line[i]) for line in grid) for i in range(len(COLUMNS) - 1)]
+    out = []
+    for line in grid:
+        text = "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=False))
+        out.append((text + "  " + line[-1])[:width].rstrip())
+    return "\n".join(out)
+
+
+def header_lines(daemon: dict[str, Any] | None) -> list[str]:
+    if not daemon:
+        return ["daemon: not reached (showing the database only)"]
+    lines = [
+        f"rollout mode: {daemon['rollout_mode']}   brake: "
+        f"{'ON' if daemon['brake_active'] else 'off'}   running agents: {daemon['running']}   "
+        f"last tick: {daemon['last_tick_at'] or 'never'}"
+    ]
+    if daemon.get("policy_error"):
+        lines.append(f"policy error: {daemon['policy_error']}")
+    for budget in daemon.get("budgets", []):
+        lines.append(
+            f"GitHub {budget['resource']}: {budget['remaining']}/{budget['limit']} "
+            f"left, resets {budget['reset_at']}"
+        )
+    return lines
+
+
+def timeline(data: dict[str, Any]) -> str:
+    issue = data["issue"]
+    out = [
+        f"{issue['repo']}#{issue['number']}: {issue['title']}",
+        f"  phase {issue['phase']} since {issue['phase_since']}; tracker state "
+        f"{issue['tracker_state']}; PR {issue['pr_number'] or '-'} at "
+        f"{(issue['pr_head_sha'] or '-')[:12]}; rework cycles {issue['rework_cycles']}",
+    ]
+    if issue["waiting_reason"]:
+        out.append(f"  waiting: {issue['waiting_reason']}")
+    next_action = data["observation"].get("next_intended_action")
+    if next_action:
+        out.append(f"  next: {next_action}")
+    out.append("phase events:")
+    out += [
+        f"  {e['at']}  {e['from'] or '-'} -> {e['to']}  ({e['actor']}: {e['reason']})"
+        for e in data["phase_events"]
+    ]
+    out.append("side effects:")
+    out += [
+        f"  {s['created_at']}  {s['kind']:<22} {s['status']:<24} {s['key']}"
+        for s in data["side_effects"]
+    ] or ["  none"]
+    out.append("agent runs:")
+    out += [
+        f"  {r['started_at']}  {r['phase']:<12} attempt {r['attempt']}  "
+        f"{r['outcome'] or 'running'}  {r['duration_s'] or '-'} s"
+        for r in data["agent_runs"]
+    ] or ["  none"]
+    return "\n".join(out)
+
+
+def checks(items: Sequence[FailingCheck]) -> str:
+    if not items:
+        return "No failing checks on the head commit."
+    out = []
+    for check in items:
+        out.append(f"✗ {check.name} ({check.conclusion})")
+        if check.summary:
+            out += [f"    {line}" for line in check.summary.splitlines()[:12]]
+        for note in check.annotations:
+            where = f"{note.path}:{note.line}" if note.line else note.path
+            out.append(f"    {where}: [{note.level}] {note.message}")
+        if check.log_tail:
+            out.append("    log tail:")
+            out += [f"      {line}" for line in check.log_tail.splitlines()]
+    return "\n".join(out)
