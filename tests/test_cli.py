@@ -46,3 +46,34 @@ def test_db_url_from_environment(sqlite_url: str, monkeypatch: object) -> None:
     result = runner.invoke(cli, ["db", "upgrade"], env={"ORCHESTRATOR_DATABASE_URL": sqlite_url})
     assert result.exit_code == 0, result.output
     assert sqlite_url.split("///")[1] in result.output
+
+
+def test_db_url_from_the_workflow(tmp_path: object, monkeypatch: object) -> None:
+    from pathlib import Path
+
+    base = Path(str(tmp_path))
+    policy = base / "WORKFLOW.md"
+    policy.write_text(
+        "---\ntracker:\n  kind: github\n  repo: acme/app\ndatabase:\n  url: state/o.db\n---\nGo.\n"
+    )
+    result = CliRunner().invoke(
+        cli, ["db", "upgrade", "--workflow", str(policy)], env={"ORCHESTRATOR_DATABASE_URL": ""}
+    )
+    assert result.exit_code == 0, result.output
+    assert (base / "state" / "o.db").exists()
+
+
+def test_schema_ahead_is_named(sqlite_url: str) -> None:
+    import pytest
+    from sqlalchemy import text
+
+    from orchestrator.store import migrate
+    from orchestrator.store.engine import make_engine
+
+    migrate.upgrade(sqlite_url)
+    engine = make_engine(sqlite_url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = 'f00d'"))
+    with pytest.raises(migrate.SchemaAheadError, match="f00d, which this release does not know"):
+        migrate.ensure_schema(sqlite_url, engine)
+    engine.dispose()

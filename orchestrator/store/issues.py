@@ -69,6 +69,7 @@ MUTABLE_FIELDS = frozenset(
         "observation",
         "attempt",
         "retry_due_at",
+        "record",
     }
 )
 

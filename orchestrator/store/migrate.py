@@ -26,6 +26,15 @@ class SchemaBehindError(RuntimeError):
     """The database schema is older than this release needs."""
 
 
+class SchemaAheadError(RuntimeError):
+    """The database was migrated by a newer release than this one."""
+
+
+def _known_revision(url: str, revision: str) -> bool:
+    script = ScriptDirectory.from_config(alembic_config(url))
+    return any(r.revision == revision for r in script.walk_revisions())
+
+
 def migrations_dir() -> Path:
     """Where the Alembic environment lives: a source checkout or an installed copy."""
     candidates = []
@@ -84,6 +93,12 @@ def ensure_schema(url: str, engine: Engine | None = None) -> None:
     head = head_revision(url)
     if current == head:
         return
+    if current is not None and not _known_revision(url, current):
+        raise SchemaAheadError(
+            f"database {describe_url(url)} is at revision {current}, which this release does "
+            f"not know (it needs {head}): a newer release migrated it; run that release, or "
+            "restore a backup taken before the upgrade"
+        )
     if is_sqlite(url):
         upgrade(url)
         return

@@ -77,6 +77,8 @@ class TrackedIssue(Base):
     observation: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     retry_due_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The runtime's whole flow record (outcomes, history, completed effects) as JSON.
+    record: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -140,6 +142,10 @@ class AgentRun(Base):
     input_tokens: Mapped[int | None] = mapped_column(BigInteger)
     output_tokens: Mapped[int | None] = mapped_column(BigInteger)
     total_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    # The rendered prompt the agent was given, for the dashboard's timeline.
+    prompt: Mapped[str | None] = mapped_column(Text)
+    # The agent's own session id, to resume it on the next turn of the same phase.
+    session_id: Mapped[str | None] = mapped_column(String(200))
 
 
 class Lease(Base):

@@ -27,6 +27,7 @@ class RunStore:
         attempt: int,
         now: datetime,
         replica_id: str | None = None,
+        prompt: str | None = None,
     ) -> None:
         with self._sessions.begin() as session:
             session.add(
@@ -37,6 +38,7 @@ class RunStore:
                     attempt=attempt,
                     replica_id=replica_id,
                     started_at=now,
+                    prompt=prompt,
                 )
             )
 
@@ -58,6 +60,7 @@ class RunStore:
         input_tokens: int | None = None,
         output_tokens: int | None = None,
         total_tokens: int | None = None,
+        session_id: str | None = None,
     ) -> bool:
         """Close the run; False if it was already closed (for example marked interrupted)."""
         with self._sessions.begin() as session:
@@ -71,6 +74,7 @@ class RunStore:
                     input_tokens=input_tokens,
                     output_tokens=output_tokens,
                     total_tokens=total_tokens,
+                    session_id=session_id,
                 )
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -87,6 +91,20 @@ class RunStore:
                 )
             )
             return int(result.rowcount)  # type: ignore[attr-defined]
+
+    def last_session(self, issue_id: int, phase: str) -> str | None:
+        """The session id the issue's latest finished turn in ``phase`` reported, if any."""
+        with self._sessions() as session:
+            return session.scalar(
+                select(AgentRun.session_id)
+                .where(
+                    AgentRun.issue_id == issue_id,
+                    AgentRun.phase == phase,
+                    AgentRun.ended_at.is_not(None),
+                )
+                .order_by(AgentRun.id.desc())
+                .limit(1)
+            )
 
     def running(self) -> list[AgentRun]:
         with self._sessions() as session:
