@@ -54,10 +54,12 @@ def test_db_url_from_the_workflow(tmp_path: object, monkeypatch: object) -> None
     base = Path(str(tmp_path))
     policy = base / "WORKFLOW.md"
     policy.write_text(
-        "---\ntracker:\n  kind: github\n  repo: acme/app\ndatabase:\n  url: state/o.db\n---\nGo.\n"
+        "---\ntracker:\n  kind: github\n  repo: acme/app\ndatabase:\n  url: sqlite:///state/o.db\n---\nGo.\n"
     )
     result = CliRunner().invoke(
-        cli, ["db", "upgrade", "--workflow", str(policy)], env={"ORCHESTRATOR_DATABASE_URL": ""}
+        cli,
+        ["db", "upgrade", "--workflow", str(policy)],
+        env={"ORCHESTRATOR_DATABASE_URL": "", "GITHUB_TOKEN": "ghp_x"},
     )
     assert result.exit_code == 0, result.output
     assert (base / "state" / "o.db").exists()
