@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import string
 import subprocess
 import sys
 import time
@@ -144,11 +145,16 @@ class ScriptedAgent:
         path = Path(value)
         return path if path.is_absolute() else self.workspace / path
 
+    @staticmethod
+    def _expand(text: str) -> str:
+        # One scenario can serve several issues: $VAR / ${VAR} come from the environment.
+        return string.Template(text).safe_substitute(os.environ)
+
     def _write(self, arg: dict[str, Any]) -> None:
-        path = self._path(arg["path"])
+        path = self._path(self._expand(arg["path"]))
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a" if arg.get("append") else "w", encoding="utf-8") as handle:
-            handle.write(arg["content"])
+            handle.write(self._expand(arg["content"]))
 
     def _huge_file(self, arg: dict[str, Any]) -> None:
         path = self._path(arg["path"])
@@ -210,7 +216,8 @@ class ScriptedAgent:
         else:
             self._git("add", "-A")
         extra = ["--allow-empty"] if spec.get("allow_empty") else []
-        self._git("commit", "--quiet", "--no-verify", "-m", spec["message"], *extra)
+        message = self._expand(spec["message"])
+        self._git("commit", "--quiet", "--no-verify", "-m", message, *extra)
 
     def _review(self, arg: dict[str, Any]) -> None:
         head = str(arg.get("head", "current"))

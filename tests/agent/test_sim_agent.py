@@ -153,6 +153,31 @@ def test_the_scripted_agent_plays_a_turn_in_a_checkout(
     assert (work / ".orchestrator" / "pr-description.md").read_text() == "Body"
 
 
+def test_paths_contents_and_messages_expand_environment_variables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    origin = make_origin(tmp_path / "origin.git")
+    work = tmp_path / "work"
+    git(tmp_path, "clone", "--quiet", str(origin), str(work))
+    git(work, "config", "user.name", "Agent")
+    git(work, "config", "user.email", "agent@example.invalid")
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "steps:\n"
+        "  - write: {path: 'src/feature_${DEMO_ISSUE}.py', content: 'N = ${DEMO_ISSUE}  # $$x'}\n"
+        "  - commit: 'Add feature ${DEMO_ISSUE} (${UNSET_IN_TEST})'\n"
+    )
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("DEMO_ISSUE", "7")
+    monkeypatch.delenv("UNSET_IN_TEST", raising=False)
+    monkeypatch.delenv("ORCHESTRATOR_WORKSPACE", raising=False)
+    monkeypatch.delenv("ORCHESTRATOR_RESULT_DIR", raising=False)
+    out, err = io.StringIO(), io.StringIO()
+    assert run_scripted_agent(scenario, phase="implementing", attempt=1, out=out, err=err) == 0
+    assert (work / "src" / "feature_7.py").read_text() == "N = 7  # $x"
+    assert git(work, "log", "-1", "--format=%s") == "Add feature 7 (${UNSET_IN_TEST})"
+
+
 def test_a_failing_git_step_is_a_crash_with_the_reason(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
