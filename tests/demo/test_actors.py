@@ -1,0 +1,78 @@
+"""The demo's CI and human act on the emulator as described."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+
+from orchestrator.demo.actors import CISimulator, HumanReviewer
+from orchestrator.demo.world import REPO, start_world
+
+
+def _until(condition: Callable[[], bool], limit_s: float = 20.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.05)
+
+
+def test_ci_fails_one_pull_request_once_then_passes_and_human_approves(tmp_path: Path) -> None:
+    world = start_world(tmp_path, {})
+    try:
+        control = world.server.control
+        assert len(world.issues) == 3
+        first, second = world.issues[0], world.issues[1]
+        heads = {}
+        for number in (first, second):
+            branch = f"agent/{number}-widget"
+            heads[number] = control.push(
+                REPO, branch, {f"src/w{number}.py": "A = 1\n"}, as_user=world.bot.login
+            )
+            control.create_pull(REPO, f"Widget {number}", branch, as_user=world.bot.login)
+        ci = CISimulator(world, fail_once_issue=second, interval_s=0.05)
+        ci.start()
+
+        def conclusions(sha: str) -> dict[str, str | None]:
+            data = httpx.get(
+                f"{world.url}/repos/{REPO}/commits/{sha}/check-runs",
+                headers={"Authorization": f"token {world.ci.token}"},
+            ).json()
+            latest: dict[str, tuple[int, str | None]] = {}
+            for run in data["check_runs"]:
+                if run["name"] not in latest or run["id"] > latest[run["name"]][0]:
+                    latest[run["name"]] = (run["id"], run["conclusion"])
+            return {name: value[1] for name, value in latest.items()}
+
+        _until(lambda: conclusions(heads[first]) == {"lint": "success", "tests": "success"})
+        _until(lambda: conclusions(heads[second]).get("tests") == "failure")
+        fixed = control.push(
+            REPO,
+            f"agent/{second}-widget",
+            {f"src/w{second}.py": "A = 2\n"},
+            as_user=world.bot.login,
+        )
+        _until(lambda: conclusions(fixed) == {"lint": "success", "tests": "success"})
+        ci.stop_event.set()
+        ci.join(5)
+
+        waiting = [first]
+        human = HumanReviewer(
+            world, waiting=lambda: list(waiting), approval_label="merging", interval_s=0.05
+        )
+        human.start()
+        _until(lambda: human.approved == [first])
+        human.stop_event.set()
+        human.join(5)
+        labels = [
+            label["name"]
+            for label in httpx.get(
+                f"{world.url}/repos/{REPO}/issues/{first}",
+                headers={"Authorization": f"token {world.ci.token}"},
+            ).json()["labels"]
+        ]
+        assert "merging" in labels and "orchestrator" in labels
+    finally:
+        world.stop()
