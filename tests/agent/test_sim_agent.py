@@ -111,14 +111,20 @@ def test_yaml_and_json_scenarios_load(tmp_path: Path) -> None:
         load_scenario(tmp_path / "missing.yaml")
 
 
-def test_the_scripted_agent_plays_a_turn_in_a_checkout(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _checkout(tmp_path: Path) -> Path:
+    """A clone of a fresh origin with a committer identity, for the agent to work in."""
     origin = make_origin(tmp_path / "origin.git")
     work = tmp_path / "work"
     git(tmp_path, "clone", "--quiet", str(origin), str(work))
     git(work, "config", "user.name", "Agent")
     git(work, "config", "user.email", "agent@example.invalid")
+    return work
+
+
+def test_the_scripted_agent_plays_a_turn_in_a_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = _checkout(tmp_path)
     scenario = tmp_path / "s.json"
     scenario.write_text(
         json.dumps(
@@ -156,11 +162,7 @@ def test_the_scripted_agent_plays_a_turn_in_a_checkout(
 def test_paths_contents_and_messages_expand_environment_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    origin = make_origin(tmp_path / "origin.git")
-    work = tmp_path / "work"
-    git(tmp_path, "clone", "--quiet", str(origin), str(work))
-    git(work, "config", "user.name", "Agent")
-    git(work, "config", "user.email", "agent@example.invalid")
+    work = _checkout(tmp_path)
     scenario = tmp_path / "s.yaml"
     scenario.write_text(
         "steps:\n"
