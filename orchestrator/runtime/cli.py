@@ -1,0 +1,55 @@
+"""``orchestrator run``: the daemon's command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from orchestrator.runtime.daemon import DEFAULT_GRACE_S, Daemon, DaemonError
+from orchestrator.runtime.instance_lock import AlreadyRunning
+
+
+@click.command("run")
+@click.argument(
+    "workflow",
+    required=False,
+    default="WORKFLOW.md",
+    type=click.Path(dir_okay=False, path_type=Path),
+)
+@click.option("--once", is_flag=True, help="Run one tick, wait for the turns it started, exit.")
+@click.option(
+    "--db",
+    "db_url",
+    metavar="URL",
+    help="Database URL or SQLite file (overrides ORCHESTRATOR_DATABASE_URL and database.url).",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    help="Port of the dashboard and API (overrides server.port; 0 picks a free one).",
+)
+@click.option(
+    "--grace-seconds",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_GRACE_S,
+    show_default=True,
+    help="On SIGTERM, how long running agent turns may finish before they are cancelled.",
+)
+def run(
+    workflow: Path, once: bool, db_url: str | None, port: int | None, grace_seconds: float
+) -> None:
+    """Run the daemon with the policy in WORKFLOW (default ./WORKFLOW.md).
+
+    SIGTERM or Ctrl-C stops it gracefully; SIGHUP reloads the policy now.
+    """
+    daemon = Daemon(workflow, db_url=db_url, port=port, grace_s=grace_seconds)
+    try:
+        daemon.start()
+    except (DaemonError, AlreadyRunning) as error:
+        raise click.ClickException(str(error)) from None
+    try:
+        code = daemon.run_once() if once else daemon.serve_forever()
+    except DaemonError as error:
+        raise click.ClickException(str(error)) from None
+    raise SystemExit(code)

@@ -1,0 +1,709 @@
+"""The daemon's lifecycle: start-up, the scheduler's jobs, ticks on request, signals, shutdown.
+
+Start-up loads the policy (refusing an invalid one), takes the database's lock
+(SQLite), opens and migrates the database, checks GitHub (the token's login and
+the repository), builds the parts from the policy, and recovers what a crash
+left behind. An APScheduler 3 background scheduler with an in-memory job store
+then runs three fixed jobs: the poll tick (``polling.interval_ms``, one at a
+time, coalesced), the heartbeat (systemd's watchdog, lease renewal) and the
+lease reaper. A tick can be asked for at once (a turn finished, the refresh
+endpoint); requests coalesce into one pending tick. SIGTERM stops dispatching,
+lets running turns finish within the grace period, cancels the rest, marks
+their runs and releases the leases; SIGHUP reloads the policy now.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import signal
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import FrameType
+from typing import Protocol
+
+from apscheduler.events import EVENT_JOB_ERROR, JobExecutionEvent
+from apscheduler.executors.pool import ThreadPoolExecutor as SchedulerPool
+from apscheduler.jobstores.memory import MemoryJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy.engine import make_url
+
+from orchestrator.agent import RepoSource, SettingsError
+from orchestrator.github.accounting import Accounting
+from orchestrator.github.errors import GitHubError, RateLimited
+from orchestrator.github.retry import RetryPolicy
+from orchestrator.logs import bind_context, get_logger, register_secret
+from orchestrator.runtime.executor import Executor
+from orchestrator.runtime.gate import SideEffectGate
+from orchestrator.runtime.gather import SnapshotBuilder
+from orchestrator.runtime.hardening import forbid_inspection
+from orchestrator.runtime.instance_lock import InstanceLock
+from orchestrator.runtime.notify import SystemdNotifier, watchdog_interval_s
+from orchestrator.runtime.records import RecordStore
+from orchestrator.runtime.recovery import RecoveryReport, recover_after_restart
+from orchestrator.runtime.status import BudgetStatus, RuntimeStatus
+from orchestrator.runtime.switches import SwitchBoard
+from orchestrator.runtime.tick import Tick, TickReport
+from orchestrator.runtime.turns import TurnRunner
+from orchestrator.runtime.wiring import (
+    AgentWiring,
+    GitHubAccess,
+    PolicyView,
+    WiringError,
+    agent_wiring_key,
+    build_agent_wiring,
+    policy_token,
+    tracker_settings,
+)
+from orchestrator.runtime.workers import TurnSlot, WorkerPool
+from orchestrator.runtime.writes import GitHubWrites
+from orchestrator.store.database import Database
+from orchestrator.store.engine import describe_url, is_sqlite, resolve_database_url
+from orchestrator.workflow import PolicyError, PolicySource, Workflow
+from orchestrator.workflow.source import ReloadOutcome
+
+log = get_logger(__name__)
+
+DEFAULT_GRACE_S = 30.0
+DEFAULT_HEARTBEAT_S = 10.0
+REAPER_INTERVAL_S = 60.0
+# Follow-up ticks a busy flow may chain before waiting for the next interval.
+MAX_CHAINED_TICKS = 25
+# Extra time for cancelled turns to end (the agent's own grace period comes on top).
+CANCEL_WAIT_S = 10.0
+REPLICA_ENV = "ORCHESTRATOR_REPLICA_ID"
+
+
+class DaemonError(RuntimeError):
+    """The daemon cannot start; the message says what to change."""
+
+
+class WebHandle(Protocol):
+    """What the web layer's start function returns."""
+
+    url: str
+
+    def stop(self) -> None: ...
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _BusyPollFilter(logging.Filter):
+    """Drops APScheduler's notice that a poll run was skipped because a tick still runs.
+
+    A running poll job keeps ticking while ticks are requested, so the skipped
+    run had nothing left to do; the notice would repeat on every busy interval.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("_poll_job" in message and "maximum number of running instances" in message)
+
+
+_BUSY_POLL_FILTER = _BusyPollFilter()
+
+
+def default_replica_id() -> str:
+    """This replica's stable name: ``ORCHESTRATOR_REPLICA_ID`` or the host name."""
+    return os.environ.get(REPLICA_ENV) or socket.gethostname()
+
+
+@dataclass
+class _Parts:
+    """What is rebuilt when the GitHub access changes (a new endpoint or token)."""
+
+    github: GitHubAccess
+    builder: SnapshotBuilder
+    gate: SideEffectGate
+    turns: TurnRunner
+    tick: Tick
+
+
+class Daemon:
+    """The orchestrator daemon; also the web layer's ``DaemonControl``."""
+
+    def __init__(
+        self,
+        policy_path: str | os.PathLike[str],
+        *,
+        db_url: str | None = None,
+        port: int | None = None,
+        serve_web: bool = True,
+        grace_s: float = DEFAULT_GRACE_S,
+        replica_id: str | None = None,
+        env: Mapping[str, str] | None = None,
+        harden: bool = True,
+        github_retry: RetryPolicy | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+    ) -> None:
+        self.policy_path = Path(policy_path)
+        self._github_retry = github_retry
+        self._db_flag = db_url
+        self._port = port
+        self._serve_web = serve_web
+        self.grace_s = grace_s
+        self.replica_id = replica_id or default_replica_id()
+        self._env = env
+        self._harden = harden
+        self._hardened = False
+        self.clock = clock
+        self.notifier = SystemdNotifier()
+        self.accounting = Accounting()
+        self._tick_lock = threading.Lock()
+        self._request_lock = threading.Lock()
+        self._pending = False
+        self._ticking = False
+        self._stop = threading.Event()
+        # Set by the signal handlers (which only set flags); the main thread acts on it.
+        self._signalled = threading.Event()
+        self._reload_requested = False
+        self._stopping = False
+        self._scheduler: BackgroundScheduler | None = None
+        self._web: WebHandle | None = None
+        self._lock: InstanceLock | None = None
+        self._agents_key: tuple[object, ...] | None = None
+        self._repo_source: RepoSource | None = None
+        # Live status, read by status().
+        self.started_at = clock()
+        self.ticks = 0
+        self.last_tick_at: datetime | None = None
+        self.last_tick_duration_s: float | None = None
+        self.last_tick_error: str | None = None
+        self.rate_limited_until: datetime | None = None
+        self.leading: tuple[str, ...] = ()
+        self.recovery: RecoveryReport | None = None
+        # Set by start().
+        self.source: PolicySource
+        self.view: PolicyView
+        self.db: Database
+        self.records: RecordStore
+        self.switches: SwitchBoard
+        self.pool: WorkerPool
+        self.agents: AgentWiring
+        self.parts: _Parts
+
+    # =============================================================== start-up
+
+    def start(self) -> None:
+        """Everything before the first tick; raises :class:`DaemonError` with the reason."""
+        self._hardened = forbid_inspection() if self._harden else False
+        try:
+            self.source = PolicySource(self.policy_path, env=self._env)
+        except PolicyError as error:
+            raise DaemonError(f"invalid policy:\n{error}") from None
+        try:
+            self.view = PolicyView.of(self.source.current)
+            token = policy_token(self.view.policy)
+        except WiringError as error:
+            raise DaemonError(str(error)) from None
+        register_secret(self.view.policy.server.token)
+        url = resolve_database_url(self._db_flag, self.view.policy.database.url)
+        if is_sqlite(url):
+            database = make_url(url).database
+            if database and database != ":memory:":
+                self._lock = InstanceLock(Path(f"{database}.lock"))
+                self._lock.acquire()
+        try:
+            self.db = Database.open(url)
+        except Exception as error:
+            self._release_lock()
+            raise DaemonError(f"cannot open the database {describe_url(url)}: {error}") from None
+        bind_context(repo=self.view.repo)
+        self.records = RecordStore(self.db)
+        self.switches = SwitchBoard(self.view.kill_switch_file)
+        self.pool = WorkerPool(self.view.policy.agent.max_concurrent_agents, clock=self.clock)
+        self.pool.on_first_event = self._first_event
+        self.pool.on_finished = self.request_tick
+        try:
+            self._build_agents(self.view.workflow)
+        except SettingsError as error:
+            self._close()
+            raise DaemonError(str(error)) from None
+        self.parts = self._build_parts(token)
+        self._preflight()
+        self.recovery = recover_after_restart(
+            db=self.db,
+            records=self.records,
+            github=self.parts.github,
+            now=self.clock,
+            replica_id=None if self.db.is_sqlite else self.replica_id,
+        )
+        log.info(
+            "daemon_started",
+            hardened=self._hardened,
+            policy=str(self.policy_path),
+            database=self.db.display_url,
+            replica_id=self.replica_id,
+            rollout_mode=self.view.flow.rollout_mode.value,
+            interrupted_runs=self.recovery.interrupted_runs,
+            intents_confirmed=self.recovery.confirmed,
+            intents_unconfirmed=self.recovery.unconfirmed,
+        )
+
+    def _build_parts(self, token: str) -> _Parts:
+        policy = self.view.policy
+        github = GitHubAccess(
+            endpoint=policy.tracker.endpoint,
+            token=token,
+            cache=self.db.http_cache,
+            accounting=self.accounting,
+            tracker=tracker_settings(policy, self.view.flow),
+            retry=self._github_retry,
+        )
+        builder = SnapshotBuilder(github, self.records, self.switches)
+        writes = GitHubWrites(github, lambda: self.agents, self.repo_source)
+        gate = SideEffectGate(
+            db=self.db,
+            records=self.records,
+            switches=self.switches,
+            writes=writes,
+            github=github,
+            clock=self.clock,
+        )
+        turns = TurnRunner(
+            db=self.db,
+            records=self.records,
+            github=github,
+            pool=self.pool,
+            replica_id=self.replica_id,
+            clock=self.clock,
+        )
+        executor = Executor(
+            records=self.records, gate=gate, pool=self.pool, turns=turns, clock=self.clock
+        )
+        tick = Tick(builder=builder, executor=executor, pool=self.pool)
+        return _Parts(github=github, builder=builder, gate=gate, turns=turns, tick=tick)
+
+    def _build_agents(self, workflow: Workflow) -> None:
+        policy = workflow.policy
+        key = agent_wiring_key(policy)
+        if key == self._agents_key:
+            return
+        self.agents = build_agent_wiring(
+            policy,
+            secrets=[policy.tracker.token, policy.server.token],
+            on_event=self.pool.on_event,
+        )
+        self._agents_key = key
+
+    def _preflight(self) -> None:
+        """Check the token and the repository before acting (``rollout.preflight_required``)."""
+        required = self.view.policy.rollout.preflight_required
+        try:
+            login = self.parts.github.login
+            data = self.parts.github.client.request("GET", f"/repos/{self.view.repo}").data
+        except (GitHubError, RateLimited) as error:
+            if required:
+                self._close()
+                raise DaemonError(
+                    f"preflight: cannot read {self.view.repo} at "
+                    f"{self.view.policy.tracker.endpoint} "
+                    f"with the tracker token: {error}"
+                ) from None
+            log.warning("preflight_failed", error=str(error))
+            return
+        clone_url = str((data or {}).get("clone_url") or "")
+        if clone_url:
+            self._repo_source = self.parts.github.repo_source(clone_url)
+        log.info("preflight_passed", login=login, clone_url=clone_url)
+
+    def repo_source(self) -> RepoSource:
+        """Where workspaces clone the repository from (with the token as a header only)."""
+        if self._repo_source is None:
+            self._repo_source = self.parts.github.repo_source(_guess_clone_url(self.view))
+        return self._repo_source
+
+    # =============================================================== control
+
+    def request_tick(self) -> bool:
+        """Ask for a tick now; False when one is already pending (the requests coalesce)."""
+        with self._request_lock:
+            if self._pending:
+                return False
+            self._pending = True
+            wake = not self._ticking
+        scheduler = self._scheduler
+        if wake and scheduler is not None and scheduler.running:
+            try:
+                scheduler.modify_job("poll", next_run_time=datetime.now(UTC))
+            except LookupError:
+                return True
+        return True
+
+    def set_brake(self, active: bool) -> None:
+        """Create or remove the local kill-switch file; a tick follows at once."""
+        self.switches.set_brake(active)
+        log.warning("brake", active=active, file=str(self.switches.kill_switch_file))
+        if active:
+            self.pool.cancel_all("kill_switch")
+        self.request_tick()
+
+    def reload_policy(self) -> None:
+        """Re-read the policy at the next tick whatever the file's stat says (SIGHUP)."""
+        self.source.request_reload()
+        log.info("policy_reload_requested", path=str(self.policy_path))
+        self.request_tick()
+
+    # ================================================================= ticks
+
+    def tick(self) -> TickReport | None:
+        """Run one tick now in the calling thread (None when it was skipped or failed)."""
+        with self._tick_lock:
+            return self._tick_once()
+
+    def _tick_once(self) -> TickReport | None:
+        self._refresh_policy()
+        now = self.clock()
+        if self.rate_limited_until is not None:
+            if now < self.rate_limited_until:
+                log.info("tick_deferred", rate_limited_until=self.rate_limited_until.isoformat())
+                return None
+            self.rate_limited_until = None
+        if not self._lead(now):
+            return None
+        try:
+            report = self.parts.tick.run(
+                view=self.view,
+                agents=self.agents,
+                source=self.repo_source(),
+                now=now,
+                dispatching=not self._stopping,
+            )
+        except RateLimited as limited:
+            self._rate_limited(limited)
+            return None
+        except Exception as error:
+            self.last_tick_error = f"{type(error).__name__}: {error}"
+            log.exception("tick_failed")
+            return None
+        finally:
+            self.ticks += 1
+            self.last_tick_at = now
+            self.last_tick_duration_s = (self.clock() - now).total_seconds()
+        self.last_tick_error = None
+        if report.execution.rate_limited is not None:
+            self._rate_limited(report.execution.rate_limited)
+        elif report.execution.changed:
+            # What was just done (a push, a PR, a transition) lets the next step be planned now.
+            self._ask_again()
+        return report
+
+    def _rate_limited(self, limited: RateLimited) -> None:
+        self.rate_limited_until = limited.reset_at
+        log.warning(
+            "rate_limited",
+            resource=limited.resource,
+            until=limited.reset_at.isoformat(),
+            route=limited.route,
+        )
+
+    def _ask_again(self) -> None:
+        with self._request_lock:
+            self._pending = True
+
+    def _lead(self, now: datetime) -> bool:
+        """Hold the repository's polling lease (one leader per repository across replicas)."""
+        name = f"poll:{self.view.repo}"
+        ttl = timedelta(seconds=max(60.0, 3 * self.view.interval_s, 3 * self._heartbeat_s()))
+        if self.db.leases.acquire(name, self.replica_id, ttl=ttl, now=now):
+            self.leading = (self.view.repo,)
+            return True
+        if self.leading:
+            log.warning("leadership_lost", lease=name)
+        self.leading = ()
+        return False
+
+    def _refresh_policy(self) -> None:
+        outcome = self.source.refresh()
+        if outcome is not ReloadOutcome.APPLIED:
+            return
+        workflow = self.source.current
+        try:
+            view = PolicyView.of(workflow)
+            token = policy_token(workflow.policy)
+            tracker = tracker_settings(workflow.policy, view.flow)
+            self._build_agents(workflow)
+        except (WiringError, SettingsError) as error:
+            log.error("policy_not_applied", error=str(error))
+            return
+        previous = self.view
+        self.view = view
+        self.switches.kill_switch_file = view.kill_switch_file
+        self.pool.resize(workflow.policy.agent.max_concurrent_agents)
+        if not self.parts.github.same_as(workflow.policy.tracker.endpoint, token, tracker):
+            self.parts = self._build_parts(token)
+            self._repo_source = None
+        if view.interval_s != previous.interval_s and self._scheduler is not None:
+            self._scheduler.reschedule_job("poll", trigger="interval", seconds=view.interval_s)
+        log.info(
+            "policy_reload", digest=workflow.digest[:12], rollout_mode=view.flow.rollout_mode.value
+        )
+
+    # ============================================================ scheduling
+
+    def _heartbeat_s(self) -> float:
+        return watchdog_interval_s() or DEFAULT_HEARTBEAT_S
+
+    def run_scheduler(self) -> None:
+        """Start the scheduler's jobs and the web server, then report READY."""
+        interval = self.view.interval_s
+        heartbeat = self._heartbeat_s()
+        scheduler = BackgroundScheduler(
+            jobstores={"default": MemoryJobStore()},
+            executors={"default": SchedulerPool(4)},
+            timezone=UTC,
+        )
+        scheduler.add_job(
+            self._poll_job,
+            "interval",
+            seconds=interval,
+            id="poll",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=max(1, math.ceil(interval)),
+            next_run_time=datetime.now(UTC),
+        )
+        scheduler.add_job(
+            self._heartbeat,
+            "interval",
+            seconds=heartbeat,
+            id="heartbeat",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=max(1, math.ceil(heartbeat)),
+        )
+        scheduler.add_job(
+            self._reap,
+            "interval",
+            seconds=REAPER_INTERVAL_S,
+            id="reaper",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=int(REAPER_INTERVAL_S),
+        )
+        scheduler.add_listener(self._job_failed, EVENT_JOB_ERROR)
+        scheduler_log = logging.getLogger("apscheduler.scheduler")
+        if _BUSY_POLL_FILTER not in scheduler_log.filters:
+            scheduler_log.addFilter(_BUSY_POLL_FILTER)
+        self._scheduler = scheduler
+        scheduler.start()
+        self._start_web()
+        self.notifier.ready(f"polling {self.view.repo} every {interval:g} s")
+        log.info("daemon_ready", interval_s=interval, heartbeat_s=heartbeat)
+
+    def _poll_job(self) -> None:
+        # Scheduler threads do not inherit the main thread's context variables.
+        bind_context(repo=self.view.repo)
+        with self._request_lock:
+            self._ticking = True
+        chained = 0
+        try:
+            while not self._stop.is_set():
+                with self._request_lock:
+                    self._pending = False
+                self.tick()
+                chained += 1
+                with self._request_lock:
+                    again = self._pending and chained < MAX_CHAINED_TICKS
+                    if not again:
+                        self._ticking = False
+                        return
+        finally:
+            with self._request_lock:
+                self._ticking = False
+
+    def _heartbeat(self) -> None:
+        now = self.clock()
+        self.notifier.watchdog()
+        for name in self.db.leases.held_by(self.replica_id, now=now):
+            ttl = timedelta(seconds=max(60.0, 3 * self.view.interval_s, 3 * self._heartbeat_s()))
+            self.db.leases.renew(name, self.replica_id, ttl=ttl, now=now)
+
+    def _reap(self) -> None:
+        reaped = self.db.leases.reap(now=self.clock())
+        if reaped:
+            log.info("leases_reaped", count=reaped)
+
+    def _job_failed(self, event: JobExecutionEvent) -> None:
+        log.error("scheduler_job_failed", job=event.job_id, error=str(event.exception))
+
+    def _first_event(self, slot: TurnSlot, at: datetime) -> None:
+        self.db.runs.first_event(slot.run_id, at=at)
+
+    def _start_web(self) -> None:
+        if not self._serve_web:
+            return
+        try:
+            from orchestrator.web.server import start_web
+        except ImportError:
+            log.info("web_unavailable", reason="orchestrator.web.server is not installed")
+            return
+        server = self.view.policy.server
+        port = self._port if self._port is not None else server.port
+        try:
+            self._web = start_web(
+                server.host,
+                port,
+                db=self.db,
+                status=self.status,
+                control=self,
+                token=server.token,
+                html_base=_html_base(self.view),
+            )
+        except OSError as error:
+            raise DaemonError(f"server.port: cannot serve the dashboard: {error}") from None
+        log.info("web_started", url=self._web.url)
+
+    # =============================================================== running
+
+    def serve_forever(self) -> int:
+        """Run until SIGTERM or SIGINT (main thread only); returns the exit status."""
+        self._install_signals()
+        try:
+            self.run_scheduler()
+        except DaemonError:
+            self.shutdown(grace_s=0)
+            raise
+        while not self._stop.is_set():
+            self._signalled.wait()
+            self._signalled.clear()
+            if self._reload_requested and not self._stop.is_set():
+                self._reload_requested = False
+                self.reload_policy()
+        self.shutdown()
+        return 0
+
+    def run_once(self) -> int:
+        """One tick, then wait for the turns it started, then stop (cron-style use)."""
+        self.tick()
+        limit = self.view.policy.agent.turn_timeout_ms / 1000 + CANCEL_WAIT_S
+        if not self.pool.wait_idle(limit):
+            self.pool.cancel_all("shutdown")
+            self.pool.wait_idle(CANCEL_WAIT_S)
+        self.shutdown(grace_s=0)
+        return 0
+
+    def stop(self) -> None:
+        """Ask :meth:`serve_forever` to shut down (what SIGTERM does)."""
+        self._stop.set()
+        self._signalled.set()
+
+    def _install_signals(self) -> None:
+        # Handlers only set flags: the main thread does the work outside the handler.
+        def terminate(_signum: int, _frame: FrameType | None) -> None:
+            self._stop.set()
+            self._signalled.set()
+
+        def reload(_signum: int, _frame: FrameType | None) -> None:
+            self._reload_requested = True
+            self._signalled.set()
+
+        signal.signal(signal.SIGTERM, terminate)
+        signal.signal(signal.SIGINT, terminate)
+        signal.signal(signal.SIGHUP, reload)
+
+    def shutdown(self, grace_s: float | None = None) -> None:
+        """Stop dispatching, let turns finish within the grace period, cancel the rest, clean up."""
+        grace = self.grace_s if grace_s is None else grace_s
+        self.notifier.stopping()
+        log.info("daemon_stopping", grace_s=grace, running=self.pool.busy)
+        self._stopping = True
+        self._stop.set()
+        self.pool.stop_accepting()
+        scheduler, self._scheduler = self._scheduler, None
+        if scheduler is not None:
+            scheduler.shutdown(wait=True)
+        if not self.pool.wait_idle(grace):
+            cancelled = self.pool.cancel_all("shutdown")
+            log.warning("turns_cancelled", count=cancelled)
+            wait = self.agents.settings.grace_period_ms / 1000 + CANCEL_WAIT_S
+            self.pool.wait_idle(wait)
+        self.pool.shutdown()
+        now = self.clock()
+        interrupted = self.db.runs.interrupt_unfinished(
+            now=now, replica_id=None if self.db.is_sqlite else self.replica_id
+        )
+        released = self.db.leases.release_all(self.replica_id)
+        if self._web is not None:
+            self._web.stop()
+            self._web = None
+        log.info("daemon_stopped", interrupted_runs=interrupted, leases_released=released)
+        self._close()
+
+    def _close(self) -> None:
+        try:
+            self.db.close()
+        finally:
+            self._release_lock()
+
+    def _release_lock(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    # ================================================================ status
+
+    @property
+    def web_url(self) -> str | None:
+        """The dashboard's URL, once it serves."""
+        return self._web.url if self._web is not None else None
+
+    def status(self) -> RuntimeStatus:
+        """The daemon's live state (a fresh frozen value each call)."""
+        failure = self.source.last_error
+        budgets = tuple(
+            BudgetStatus(resource, budget.remaining, budget.limit, budget.reset_at)
+            for resource, budget in sorted(self.accounting.budgets.items())
+        )
+        return RuntimeStatus(
+            as_of=self.clock(),
+            replica_id=self.replica_id,
+            started_at=self.started_at,
+            rollout_mode=self.view.flow.rollout_mode.value,
+            policy_path=str(self.policy_path),
+            repos=(self.view.repo,),
+            policy_error="\n".join(failure.messages) if failure is not None else None,
+            brake_active=self.switches.local_file_active(),
+            stopped_repos=self.switches.stopped_repos(),
+            last_tick_at=self.last_tick_at,
+            last_tick_duration_s=self.last_tick_duration_s,
+            ticks=self.ticks,
+            last_tick_error=self.last_tick_error,
+            running=self.pool.turns(),
+            budgets=budgets,
+            rate_limited_until=self.rate_limited_until,
+            github_units_spent=self.accounting.total_units(),
+            leading=self.leading,
+        )
+
+    # ================================================================= tests
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no agent turn runs (tests and ``--once`` drive ticks this way)."""
+        return self.pool.wait_idle(timeout_s)
+
+
+def _html_base(view: PolicyView) -> str:
+    """Where GitHub's web pages are, for the dashboard's links."""
+    endpoint = view.policy.tracker.endpoint.rstrip("/")
+    if endpoint == "https://api.github.com":
+        return "https://github.com"
+    if endpoint.endswith("/api/v3"):
+        return endpoint[: -len("/api/v3")]
+    return endpoint
+
+
+def _guess_clone_url(view: PolicyView) -> str:
+    endpoint = view.policy.tracker.endpoint.rstrip("/")
+    if endpoint == "https://api.github.com":
+        return f"https://github.com/{view.repo}.git"
+    if endpoint.endswith("/api/v3"):
+        return f"{endpoint[: -len('/api/v3')]}/{view.repo}.git"
+    return f"{endpoint}/{view.repo}.git"

@@ -1,0 +1,289 @@
+"""The tick's last step: apply the planner's actions in order.
+
+Cancellations reach the worker pool, transitions go through the store's
+compare-and-set, side effects through the one gate, dispatches to the worker
+pool, observations into the records. An issue whose transition lost a race, or
+whose side effect failed, gets nothing more this tick (its workpad excepted):
+the next tick plans again from what really happened.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from structlog.contextvars import bound_contextvars
+
+from orchestrator.agent import IssueRef as WorkspaceIssue
+from orchestrator.agent import RepoSource
+from orchestrator.agent.errors import AgentLayerError
+from orchestrator.agent.turn import new_run_id
+from orchestrator.domain.actions import (
+    Action,
+    Cancel,
+    Dispatch,
+    Observe,
+    SideEffect,
+    SideEffectKind,
+    Transition,
+)
+from orchestrator.domain.phases import Phase
+from orchestrator.domain.record_updates import apply_dispatch, apply_observation
+from orchestrator.domain.snapshot import IssueRef, IssueSnapshot
+from orchestrator.domain.workpad import Observation
+from orchestrator.github.errors import RateLimited
+from orchestrator.logs import get_logger
+from orchestrator.runtime.gate import SideEffectGate, Verdict
+from orchestrator.runtime.gather import Gathered
+from orchestrator.runtime.records import RecordRow, RecordStore
+from orchestrator.runtime.turns import TurnJob, TurnRunner
+from orchestrator.runtime.wiring import AgentWiring, PolicyView
+from orchestrator.runtime.workers import TurnSlot, WorkerPool
+from orchestrator.store.issues import Applied, Illegal
+
+log = get_logger(__name__)
+
+
+@dataclass
+class ExecutionReport:
+    """What one execution changed (a change asks for an immediate follow-up tick)."""
+
+    transitions: int = 0
+    effects_done: int = 0
+    effects_failed: int = 0
+    refused: int = 0
+    dispatched: int = 0
+    cancelled: int = 0
+    rate_limited: RateLimited | None = None
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.transitions or self.effects_done)
+
+
+def _same_observation(a: Observation, b: Observation) -> bool:
+    return (
+        a.next_intended_action == b.next_intended_action
+        and a.rollout_mode is b.rollout_mode
+        and dict(a.gates) == dict(b.gates)
+    )
+
+
+def workpad_before_close(actions: Sequence[Action]) -> list[Action]:
+    """The actions with each issue's workpad rewrite moved before its close (record, then close)."""
+    ordered = list(actions)
+    closes = [
+        a for a in ordered if isinstance(a, SideEffect) and a.kind is SideEffectKind.CLOSE_ISSUE
+    ]
+    for close in closes:
+        position = ordered.index(close)
+        for later in ordered[position + 1 :]:
+            if (
+                isinstance(later, SideEffect)
+                and later.kind is SideEffectKind.UPSERT_WORKPAD
+                and later.issue == close.issue
+            ):
+                ordered.remove(later)
+                ordered.insert(position, later)
+                break
+    return ordered
+
+
+@dataclass
+class _Execution:
+    """The state of one execution: the rows as they change, and the issues to leave alone."""
+
+    gathered: Gathered
+    view: PolicyView
+    agents: AgentWiring
+    source: RepoSource
+    dispatching: bool
+    report: ExecutionReport = field(default_factory=ExecutionReport)
+    # Issues whose transition failed: nothing more for them this tick.
+    halted: set[IssueRef] = field(default_factory=set)
+    # Issues whose side effect failed or was refused: only their workpad is still written.
+    failed: set[IssueRef] = field(default_factory=set)
+
+    @property
+    def rows(self) -> dict[IssueRef, RecordRow]:
+        return self.gathered.rows
+
+
+class Executor:
+    """Applies one tick's plan."""
+
+    def __init__(
+        self,
+        *,
+        records: RecordStore,
+        gate: SideEffectGate,
+        pool: WorkerPool,
+        turns: TurnRunner,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.records = records
+        self.gate = gate
+        self.pool = pool
+        self.turns = turns
+        self.clock = clock
+
+    def execute(
+        self,
+        actions: Sequence[Action],
+        gathered: Gathered,
+        *,
+        view: PolicyView,
+        agents: AgentWiring,
+        source: RepoSource,
+        dispatching: bool,
+    ) -> ExecutionReport:
+        run = _Execution(gathered, view, agents, source, dispatching)
+        items = {item.ref: item for item in gathered.snapshot.issues}
+        for action in workpad_before_close(actions):
+            ref = action.issue
+            row = run.rows.get(ref)
+            phase = row.record.phase.value if row is not None else None
+            with bound_contextvars(repo=ref.repo, issue=ref.number, phase=phase):
+                self._apply(run, action, items.get(ref))
+        return run.report
+
+    def _apply(self, run: _Execution, action: Action, item: IssueSnapshot | None) -> None:
+        ref = action.issue
+        if isinstance(action, Cancel):
+            if self.pool.cancel(ref, action.reason):
+                run.report.cancelled += 1
+        elif isinstance(action, Transition):
+            if ref not in run.halted and ref in run.rows:
+                self._transition(run, action)
+        elif isinstance(action, SideEffect):
+            if ref in run.halted or run.report.rate_limited is not None:
+                return
+            if ref in run.failed and action.kind is not SideEffectKind.UPSERT_WORKPAD:
+                return
+            self._side_effect(run, action, item)
+        elif isinstance(action, Dispatch):
+            blocked = ref in run.halted or ref in run.failed
+            if not blocked and run.dispatching and item is not None:
+                self._dispatch(run, action, item)
+        elif isinstance(action, Observe) and item is not None and ref in run.rows:
+            self._observe(run, action, item)
+
+    # ----------------------------------------------------------------- steps
+
+    def _transition(self, run: _Execution, action: Transition) -> None:
+        row = run.rows[action.issue]
+        result, updated = self.records.transition(row.issue_id, action, now=self.clock())
+        if isinstance(result, Applied):
+            assert updated is not None
+            run.rows[action.issue] = updated
+            run.report.transitions += 1
+            if action.to_phase is Phase.DONE:
+                self._remove_workspace(action.issue, row, run.agents)
+            return
+        run.halted.add(action.issue)
+        if updated is not None:
+            run.rows[action.issue] = updated
+        if isinstance(result, Illegal):
+            log.error(
+                "transition_refused",
+                from_phase=action.from_phase.value,
+                to_phase=action.to_phase.value,
+                reason=action.reason,
+            )
+        else:
+            log.warning(
+                "transition_lost_race",
+                from_phase=action.from_phase.value,
+                to_phase=action.to_phase.value,
+                actual=result.actual.value if result.actual else None,
+            )
+
+    def _side_effect(self, run: _Execution, action: SideEffect, item: IssueSnapshot | None) -> None:
+        row = run.rows.get(action.issue)
+        title = item.issue.title if item is not None else (row.title if row is not None else "")
+        try:
+            outcome = self.gate.apply(action, view=run.view, row=row, title=title)
+        except RateLimited as limited:
+            run.report.rate_limited = limited
+            run.failed.add(action.issue)
+            return
+        if outcome.row is not None:
+            run.rows[action.issue] = outcome.row
+        if outcome.verdict is Verdict.DONE:
+            run.report.effects_done += 1
+        elif outcome.verdict is Verdict.FAILED:
+            run.report.effects_failed += 1
+            run.failed.add(action.issue)
+        elif outcome.verdict in (Verdict.REFUSED_BY_MODE, Verdict.REFUSED_BY_KILL_SWITCH):
+            run.report.refused += 1
+            run.failed.add(action.issue)
+
+    def _dispatch(self, run: _Execution, action: Dispatch, item: IssueSnapshot) -> None:
+        now = self.clock()
+        row = run.rows.get(action.issue)
+        if row is None:
+            row = self.records.create(
+                action.issue,
+                title=item.issue.title,
+                record=apply_dispatch(None, action, now),
+                now=now,
+                reason="claimed",
+                labels=sorted(item.issue.labels),
+            )
+            run.rows[action.issue] = row
+        job = TurnJob(
+            dispatch=action,
+            issue_id=row.issue_id,
+            title=item.issue.title,
+            labels=tuple(sorted(item.issue.labels)),
+            tracker_state=item.issue.tracker_state or "",
+            record=row.record,
+            pr=item.pr,
+            view=run.view,
+            agents=run.agents,
+            source=run.source,
+        )
+        slot = TurnSlot(
+            ref=action.issue,
+            issue_id=row.issue_id,
+            phase=action.phase,
+            run_id=new_run_id(),
+            attempt=action.attempt,
+            started_at=now,
+        )
+        if self.pool.submit(slot, functools.partial(self.turns.run, job)):
+            run.report.dispatched += 1
+            log.info(
+                "dispatch",
+                run_id=slot.run_id,
+                dispatched_phase=action.phase.value,
+                attempt=action.attempt,
+                reason=action.reason,
+            )
+
+    def _observe(self, run: _Execution, action: Observe, item: IssueSnapshot) -> None:
+        row = run.rows[action.issue]
+        issue = item.issue
+        if _same_observation(row.record.workpad.observation, action.observation):
+            return
+        updated = self.records.update(
+            row.issue_id,
+            lambda record: apply_observation(record, action),
+            now=self.clock(),
+            labels=sorted(issue.labels),
+            tracker_state=issue.tracker_state,
+            title=issue.title,
+        )
+        if updated is not None:
+            run.rows[action.issue] = replace(updated, title=issue.title)
+
+    def _remove_workspace(self, ref: IssueRef, row: RecordRow, agents: AgentWiring) -> None:
+        workspace = WorkspaceIssue(
+            f"{ref.repo}#{ref.number}", ref.number, row.title, branch=row.record.workpad.branch
+        )
+        try:
+            agents.workspaces.remove(workspace)
+        except (AgentLayerError, OSError) as error:
+            log.warning("workspace_not_removed", error=str(error))

@@ -1,0 +1,299 @@
+"""The one gate every side effect passes: kill switches, rollout mode, outbox, write, record.
+
+:meth:`SideEffectGate.apply` is the only way the daemon writes to GitHub or the
+git remote. Right before each write it (a) re-checks the kill switches (the
+local file on disk; the issue, pull request and repository labels, read again
+when older than a few seconds), (b) checks the issue's effective rollout mode,
+(c) records the intent in the outbox under the effect's idempotency key (a key
+already done is not repeated; one left without a result by a crash is retried
+through find-before-create helpers), (d) performs the write, and (e) records the
+result in the outbox and folds it into the issue's stored record. Refusals are
+recorded too (``refused_by_mode``, ``refused_by_kill_switch``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import StrEnum
+from types import MappingProxyType
+
+from orchestrator.domain.actions import SideEffect, SideEffectKind, allowed_in
+from orchestrator.domain.phases import RolloutMode
+from orchestrator.domain.record_updates import EffectResult, apply_effect_result, new_record
+from orchestrator.domain.workpad import parse_workpad, render_workpad
+from orchestrator.github.errors import GitHubError, RateLimited
+from orchestrator.logs import get_logger
+from orchestrator.runtime.records import RecordRow, RecordStore
+from orchestrator.runtime.switches import IssueLabels, SwitchBoard
+from orchestrator.runtime.wiring import GitHubAccess, PolicyView
+from orchestrator.runtime.writes import GitHubWrites, WriteTarget, payload_json
+from orchestrator.store.database import Database
+from orchestrator.store.models import SideEffectStatus
+from orchestrator.workflow import effective_rollout_mode
+
+log = get_logger(__name__)
+
+
+class Verdict(StrEnum):
+    """What the gate did with one side effect."""
+
+    DONE = "done"
+    # The outbox already had it done (a repeated plan after a crash): nothing was written.
+    ALREADY_DONE = "already_done"
+    FAILED = "failed"
+    REFUSED_BY_MODE = "refused_by_mode"
+    REFUSED_BY_KILL_SWITCH = "refused_by_kill_switch"
+
+
+@dataclass(frozen=True)
+class GateOutcome:
+    """The verdict, the effect's result when it ran, and the issue's row afterwards."""
+
+    verdict: Verdict
+    row: RecordRow | None
+    result: EffectResult | None = None
+    reason: str = ""
+
+
+class SideEffectGate:
+    """Applies side effects one at a time, each checked right before it is written."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        records: RecordStore,
+        switches: SwitchBoard,
+        writes: GitHubWrites,
+        github: GitHubAccess,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.db = db
+        self.records = records
+        self.switches = switches
+        self.writes = writes
+        self.github = github
+        self.clock = clock
+
+    def apply(
+        self, effect: SideEffect, *, view: PolicyView, row: RecordRow | None, title: str
+    ) -> GateOutcome:
+        """Check, record, perform and fold one side effect; raises RateLimited to stop the tick."""
+        if (
+            row is not None
+            and row.recovery is not None
+            and effect.kind is SideEffectKind.UPSERT_WORKPAD
+        ):
+            effect = _with_recovery_note(effect, row, view)
+        request = _Request(effect, view, row, title, payload_json(effect.payload))
+        key = effect.idempotency_key
+        kind = effect.kind.value
+
+        # (a) kill switches, right now.
+        try:
+            stop = self._kill_switch(effect, view, row)
+        except GitHubError as error:
+            reason = f"could not re-check the kill switch labels: {error}"
+            log.warning("side_effect_unchecked", kind=kind, key=key, error=reason)
+            return GateOutcome(Verdict.FAILED, row, reason=reason)
+        labels = self.switches.issue_labels(effect.issue)
+        mode = effective_rollout_mode(
+            view.policy, (labels.issue | labels.pr) if labels is not None else ()
+        )
+        if stop is not None:
+            return self._refuse(request, SideEffectStatus.REFUSED_BY_KILL_SWITCH, stop, mode)
+        # (b) the issue's rollout mode.
+        if not allowed_in(effect.kind, mode):
+            reason = f"{kind} needs a higher rollout mode than {mode.value}"
+            return self._refuse(request, SideEffectStatus.REFUSED_BY_MODE, reason, mode)
+        # (c) the outbox.
+        intent = self.db.outbox.intend(
+            key,
+            kind=kind,
+            payload=request.payload,
+            issue_id=request.issue_id,
+            rollout_mode=mode.value,
+            now=self.clock(),
+        )
+        # The workpad comment is upserted whatever the outbox says: the same text may be
+        # wanted again after other versions were written (upserting an equal body is free).
+        if intent.already_done and effect.kind is not SideEffectKind.UPSERT_WORKPAD:
+            done = EffectResult(ok=True, data=MappingProxyType(dict(intent.result or {})))
+            log.info("side_effect_skipped", kind=kind, key=key, reason="already done")
+            return GateOutcome(Verdict.ALREADY_DONE, self._fold(request, done), done)
+        if intent.maybe_applied:
+            log.warning("side_effect_recheck", kind=kind, key=key, attempts=intent.attempts)
+        # (d) the write.
+        target = WriteTarget(
+            repo=effect.issue.repo,
+            number=effect.issue.number,
+            title=title,
+            record=row.record if row is not None else None,
+        )
+        try:
+            result = self.writes.perform(effect, target, view)
+        except RateLimited as limited:
+            self.db.outbox.fail(
+                key,
+                error={"error": str(limited), "rate_limited_until": limited.reset_at.isoformat()},
+                now=self.clock(),
+            )
+            raise
+        # (e) the result.
+        if result.ok:
+            self.db.outbox.complete(key, result=dict(result.data), now=self.clock())
+            log.info("side_effect", kind=kind, key=key, mode=mode.value)
+        else:
+            self.db.outbox.fail(key, error={"error": result.error}, now=self.clock())
+            log.warning("side_effect_failed", kind=kind, key=key, error=result.error)
+        verdict = Verdict.DONE if result.ok else Verdict.FAILED
+        return GateOutcome(verdict, self._fold(request, result), result, result.error or "")
+
+    # ------------------------------------------------------------ kill switches
+
+    def _kill_switch(
+        self, effect: SideEffect, view: PolicyView, row: RecordRow | None
+    ) -> str | None:
+        """Why a kill switch stops this effect now, or None."""
+        if self.switches.local_file_active():
+            return f"the local kill-switch file {self.switches.kill_switch_file} exists"
+        repo = effect.issue.repo
+        state = self.switches.repo_switch(repo)
+        if state is None or not _is_fresh(state.read_at, self.switches.max_age_s):
+            self.switches.note_repo(repo, self._repo_stopped(repo, view))
+            state = self.switches.repo_switch(repo)
+        if state is not None and state.stopped:
+            label = view.flow.repo_kill_switch_label
+            return f"an open issue carries the repository stop label {label}"
+        labels = self.switches.issue_labels(effect.issue)
+        if labels is None or not labels.fresh(self.switches.max_age_s):
+            labels = self._read_labels(effect, row)
+        stop = view.flow.kill_switch_label.casefold()
+        if stop in {label.casefold() for label in labels.issue}:
+            return f"the issue carries the stop label {view.flow.kill_switch_label}"
+        if stop in {label.casefold() for label in labels.pr}:
+            return f"the pull request carries the stop label {view.flow.kill_switch_label}"
+        return None
+
+    def _repo_stopped(self, repo: str, view: PolicyView) -> bool:
+        items = self.github.client.paginate(
+            f"/repos/{repo}/issues",
+            params={"state": "open", "labels": view.flow.repo_kill_switch_label},
+            conditional=True,
+        )
+        return bool(items)
+
+    def _read_labels(self, effect: SideEffect, row: RecordRow | None) -> IssueLabels:
+        ref = effect.issue
+        issue = self._labels_of(ref.repo, ref.number)
+        pr_ref = row.record.workpad.pr if row is not None else None
+        pr = self._labels_of(ref.repo, pr_ref.number) if pr_ref is not None else frozenset()
+        self.switches.note_issue(ref, issue, pr)
+        labels = self.switches.issue_labels(ref)
+        assert labels is not None
+        return labels
+
+    def _labels_of(self, repo: str, number: int) -> frozenset[str]:
+        data = self.github.client.request(
+            "GET", f"/repos/{repo}/issues/{number}", conditional=True
+        ).data
+        return frozenset(str(label["name"]) for label in (data or {}).get("labels", []))
+
+    # ------------------------------------------------------------- recording
+
+    def _refuse(
+        self, request: _Request, status: SideEffectStatus, reason: str, mode: RolloutMode
+    ) -> GateOutcome:
+        effect = request.effect
+        self.db.outbox.refuse(
+            effect.idempotency_key,
+            status=status,
+            kind=effect.kind.value,
+            payload=request.payload,
+            issue_id=request.issue_id,
+            rollout_mode=mode.value,
+            reason=reason,
+            now=self.clock(),
+        )
+        log.warning(
+            "side_effect_refused",
+            kind=effect.kind.value,
+            key=effect.idempotency_key,
+            status=status.value,
+            reason=reason,
+        )
+        verdict = (
+            Verdict.REFUSED_BY_MODE
+            if status is SideEffectStatus.REFUSED_BY_MODE
+            else Verdict.REFUSED_BY_KILL_SWITCH
+        )
+        return GateOutcome(verdict, request.row, reason=reason)
+
+    def _fold(self, request: _Request, result: EffectResult) -> RecordRow | None:
+        """Fold the result into the issue's record (creating it after a first workpad write)."""
+        effect, row, now = request.effect, request.row, self.clock()
+        columns: dict[str, object] = {}
+        if effect.kind is SideEffectKind.UPSERT_WORKPAD and result.ok:
+            comment = result.data.get("comment_id")
+            if isinstance(comment, int):
+                columns["workpad_comment_id"] = comment
+            columns["workpad_hash"] = effect.idempotency_key.rsplit(":", 1)[-1][:64]
+        if row is None:
+            if not result.ok or effect.kind is not SideEffectKind.UPSERT_WORKPAD:
+                return None
+            # An observed issue without a record keeps one in the default phase from now on.
+            fresh = new_record(request.view.flow.default_phase, now)
+            created = self.records.create(
+                effect.issue,
+                title=request.title,
+                record=apply_effect_result(fresh, effect, result, now),
+                now=now,
+                reason="observed",
+            )
+            return self.records.update(created.issue_id, lambda r: r, now=now, **columns)
+        return self.records.update(
+            row.issue_id,
+            lambda record: apply_effect_result(record, effect, result, now),
+            now=now,
+            **columns,
+        )
+
+
+@dataclass(frozen=True)
+class _Request:
+    """One side effect on its way through the gate."""
+
+    effect: SideEffect
+    view: PolicyView
+    row: RecordRow | None
+    title: str
+    payload: dict[str, object]
+
+    @property
+    def issue_id(self) -> int | None:
+        return self.row.issue_id if self.row is not None else None
+
+
+def _is_fresh(read_at: float, max_age_s: float) -> bool:
+    return time.monotonic() - read_at <= max_age_s
+
+
+def _with_recovery_note(effect: SideEffect, row: RecordRow, view: PolicyView) -> SideEffect:
+    """The workpad text with the untrusted block's raw text kept under a recovery note."""
+    body = effect.payload.get("body")
+    marker = view.flow.workpad_marker
+    if not isinstance(body, str) or row.recovery is None:
+        return effect
+    parsed = parse_workpad(body, marker=marker, now=row.record.phase_since)
+    noted = render_workpad(
+        parsed.record,
+        marker=marker,
+        recovery_raw=row.recovery.raw,
+        recovery_problem=row.recovery.problem,
+    )
+    payload = dict(effect.payload)
+    payload["body"] = noted
+    return replace(effect, payload=MappingProxyType(payload))

@@ -1,0 +1,245 @@
+"""Restart recovery: runs a crash left open, and side effects recorded without a result.
+
+Runs still open are marked interrupted; their issues have no fresh outcome, so
+the planner runs the phase's turn again. Each outbox intent without a result is
+looked up on GitHub (the pull request by branch, the comment by its marker, the
+merge and the close by the pull request's and issue's state, the push by the
+branch head): what happened is recorded as done and folded into the issue's
+record; what cannot be confirmed is marked failed, and the planner asks for it
+again if it is still needed, through the same find-before-create helpers. No
+intent is ever blindly repeated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+from orchestrator.domain.actions import SideEffect, SideEffectKind
+from orchestrator.domain.record_updates import EffectResult, apply_effect_result
+from orchestrator.domain.review import REVIEW_COMMENT_MARKER
+from orchestrator.domain.snapshot import IssueRef
+from orchestrator.github.errors import GitHubError, RateLimited
+from orchestrator.github.outcomes import PRInfo
+from orchestrator.logs import get_logger
+from orchestrator.runtime.records import RecordStore
+from orchestrator.runtime.wiring import GitHubAccess
+from orchestrator.runtime.writes import effect_marker, payload_from_json
+from orchestrator.store.database import Database
+from orchestrator.store.models import SideEffect as OutboxRow
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    """What start-up recovery found."""
+
+    interrupted_runs: int = 0
+    confirmed: int = 0
+    unconfirmed: int = 0
+    unchecked: int = 0
+
+
+def ref_of_key(key: str) -> IssueRef:
+    """The issue an idempotency key (``owner/repo#12:kind:target``) belongs to."""
+    issue = key.split(":", 1)[0]
+    repo, _, number = issue.rpartition("#")
+    if not repo or not number.isdigit():
+        raise ValueError(f"not an idempotency key: {key!r}")
+    return IssueRef(repo, int(number))
+
+
+def _ok(**data: str | int | None) -> EffectResult:
+    return EffectResult(ok=True, data=MappingProxyType(dict(data)))
+
+
+class IntentChecker:
+    """Finds out on GitHub whether one recorded intent took effect."""
+
+    def __init__(self, github: GitHubAccess) -> None:
+        self.github = github
+
+    def confirm(self, effect: SideEffect, pr_number: int | None) -> EffectResult | None:
+        """The effect's result if GitHub shows it happened; None when it cannot be confirmed."""
+        checks: dict[SideEffectKind, Callable[[SideEffect, int | None], EffectResult | None]] = {
+            SideEffectKind.CREATE_PR: self._pull_request,
+            SideEffectKind.PUSH_BRANCH: self._branch,
+            SideEffectKind.UPSERT_WORKPAD: self._workpad,
+            SideEffectKind.UPSERT_REVIEW_COMMENT: self._review_comment,
+            SideEffectKind.POST_COMMENT: self._posted_comment,
+            SideEffectKind.MERGE_PR: self._merge,
+            SideEffectKind.CLOSE_ISSUE: self._closed,
+            SideEffectKind.SET_LABELS: self._labels,
+            SideEffectKind.UPDATE_PR_BODY: self._pr_body,
+        }
+        check = checks.get(effect.kind)
+        return check(effect, pr_number) if check is not None else None
+
+    def _text(self, effect: SideEffect, key: str) -> str:
+        value = effect.payload.get(key)
+        return value if isinstance(value, str) else ""
+
+    def _pull_request(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
+        branch = self._text(effect, "branch")
+        for pr in self.github.gateway.find_pr(effect.issue.repo, branch):
+            if pr.is_open:
+                return _ok(number=pr.number, url=pr.url, head_sha=pr.head_sha)
+        return None
+
+    def _branch(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
+        branch = self._text(effect, "branch")
+        try:
+            data = self.github.client.request(
+                "GET", f"/repos/{effect.issue.repo}/git/ref/heads/{branch}"
+            ).data
+        except GitHubError as error:
+            if error.status == 404:
+                return None
+            raise
+        sha = ((data or {}).get("object") or {}).get("sha")
+        if sha == self._text(effect, "head_sha"):
+            return _ok(branch=branch, head_sha=sha)
+        return None
+
+    def _comment(
+        self, repo: str, number: int, marker: str, body: str | None
+    ) -> EffectResult | None:
+        login = self.github.login
+        items = self.github.client.paginate(
+            f"/repos/{repo}/issues/{number}/comments", conditional=True
+        )
+        for item in items:
+            text = str(item.get("body") or "")
+            if (item.get("user") or {}).get("login") != login or marker not in text:
+                continue
+            if body is None or text == body:
+                return _ok(comment_id=int(item["id"]))
+        return None
+
+    def _workpad(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
+        body = self._text(effect, "body")
+        marker = self._text(effect, "marker")
+        return self._comment(effect.issue.repo, effect.issue.number, marker, body)
+
+    def _review_comment(self, effect: SideEffect, pr: int | None) -> EffectResult | None:
+        number = effect.payload.get("pr_number")
+        if not isinstance(number, int):
+            return None
+        body = self._text(effect, "body")
+        found = self._comment(effect.issue.repo, number, REVIEW_COMMENT_MARKER, body)
+        if found is None:
+            marker = effect_marker(effect.idempotency_key)
+            found = self._comment(effect.issue.repo, number, marker, None)
+        return found
+
+    def _posted_comment(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
+        marker = effect_marker(effect.idempotency_key)
+        return self._comment(effect.issue.repo, effect.issue.number, marker, None)
+
+    def _merge(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
+        number = effect.payload.get("pr_number")
+        if not isinstance(number, int):
+            return None
+        pr = self.github.gateway.get_pr(effect.issue.repo, number)
+        if isinstance(pr, RateLimited):
+            raise pr
+        if isinstance(pr, PRInfo) and pr.merged and pr.head_sha == self._text(effect, "head_sha"):
+            return _ok(merge_commit_sha=pr.merge_commit_sha, already=1)
+        return None
+
+    def _issue(self, effect: SideEffect) -> dict[str, Any]:
+        ref = effect.issue
+        data = self.github.client.request("GET", f"/repos/{ref.repo}/issues/{ref.number}").data
+        return dict(data or {})
+
+    def _closed(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
+        return _ok(changed=0) if self._issue(effect).get("state") == "closed" else None
+
+    def _labels(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
+        labels = {str(label["name"]) for label in self._issue(effect).get("labels", [])}
+        add = effect.payload.get("add")
+        remove = effect.payload.get("remove")
+        wanted = set(add) if isinstance(add, tuple) else set()
+        unwanted = set(remove) if isinstance(remove, tuple) else set()
+        return _ok() if wanted <= labels and not (unwanted & labels) else None
+
+    def _pr_body(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
+        number = effect.payload.get("pr_number")
+        if not isinstance(number, int):
+            return None
+        pr = self.github.gateway.get_pr(effect.issue.repo, number)
+        if isinstance(pr, RateLimited):
+            raise pr
+        if isinstance(pr, PRInfo) and pr.body == self._text(effect, "body"):
+            return _ok(changed=0)
+        return None
+
+
+def _effect_of(row: OutboxRow) -> SideEffect:
+    return SideEffect(
+        issue=ref_of_key(row.idempotency_key),
+        kind=SideEffectKind(row.kind),
+        payload=MappingProxyType(payload_from_json(row.payload or {})),
+        idempotency_key=row.idempotency_key,
+    )
+
+
+def _fold(
+    records: RecordStore, issue_id: int, effect: SideEffect, result: EffectResult, at: datetime
+) -> None:
+    records.update(issue_id, lambda record: apply_effect_result(record, effect, result, at), now=at)
+
+
+def recover_after_restart(
+    *,
+    db: Database,
+    records: RecordStore,
+    github: GitHubAccess,
+    now: Callable[[], datetime],
+    replica_id: str | None,
+) -> RecoveryReport:
+    """Close what a crash left open; see the module documentation."""
+    interrupted = db.runs.interrupt_unfinished(now=now(), replica_id=replica_id)
+    if interrupted:
+        log.warning("runs_interrupted", count=interrupted)
+    checker = IntentChecker(github)
+    confirmed = unconfirmed = unchecked = 0
+    pending = db.outbox.unfinished()
+    for position, row in enumerate(pending):
+        try:
+            effect = _effect_of(row)
+        except ValueError as error:
+            log.error("intent_unreadable", key=row.idempotency_key, error=str(error))
+            unchecked += 1
+            continue
+        issue = records.get_by_id(row.issue_id) if row.issue_id is not None else None
+        pr = issue.record.workpad.pr if issue is not None else None
+        try:
+            result = checker.confirm(effect, pr.number if pr is not None else None)
+        except RateLimited:
+            unchecked += len(pending) - position
+            log.warning("intent_recheck_deferred", remaining=len(pending) - position)
+            break
+        except GitHubError as error:
+            log.warning("intent_recheck_failed", key=row.idempotency_key, error=str(error))
+            unchecked += 1
+            continue
+        if result is None:
+            db.outbox.fail(
+                row.idempotency_key,
+                error={"error": "not confirmed after a restart; planned again if still needed"},
+                now=now(),
+            )
+            unconfirmed += 1
+            log.info("intent_unconfirmed", key=row.idempotency_key, kind=row.kind)
+            continue
+        db.outbox.complete(row.idempotency_key, result=dict(result.data), now=now())
+        confirmed += 1
+        log.info("intent_confirmed", key=row.idempotency_key, kind=row.kind)
+        if issue is not None:
+            _fold(records, issue.issue_id, effect, result, now())
+    return RecoveryReport(interrupted, confirmed, unconfirmed, unchecked)

@@ -1,0 +1,60 @@
+"""Bring an issue's workspace up to the pull request's head before a turn.
+
+Someone may have pushed to the pull request branch since the agent last worked
+(a human's fix, a rebase button). The agent must start from that head, or it
+would review or fix code that is no longer the pull request. The remote head
+is fetched through the repository's mirror (the only place the credential is
+used) and the local branch is fast-forwarded to it; a local branch that went
+its own way is left alone, and the planner notices the divergence after the turn.
+"""
+
+from __future__ import annotations
+
+from orchestrator.agent import RepoSource, Workspace, WorkspaceManager
+from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, git_ok, run_git
+from orchestrator.logs import get_logger
+
+log = get_logger(__name__)
+
+_TIMEOUT_S = 120.0
+
+
+def sync_to_head(
+    workspaces: WorkspaceManager, workspace: Workspace, source: RepoSource, head_sha: str
+) -> bool:
+    """Fast-forward the workspace's branch to ``head_sha``; False when it could not (diverged)."""
+    env = workspaces.agent_git_env()
+    path = workspace.path
+
+    def git(*args: str) -> str:
+        return run_git([*UNTRUSTED_REPO_FLAGS, *args], cwd=path, timeout_s=_TIMEOUT_S, env=env)
+
+    def ok(*args: str) -> bool:
+        return git_ok([*UNTRUSTED_REPO_FLAGS, *args], cwd=path, timeout_s=_TIMEOUT_S, env=env)
+
+    local = git("rev-parse", "--verify", "HEAD")
+    if local == head_sha:
+        return True
+    if not ok("cat-file", "-e", f"{head_sha}^{{commit}}"):
+        with workspaces.mirrors.locked(source) as mirror:
+            workspaces.mirrors.update(source)
+            git(
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                str(mirror),
+                f"+refs/heads/{workspace.branch}:refs/remotes/origin/{workspace.branch}",
+            )
+    if not ok("cat-file", "-e", f"{head_sha}^{{commit}}"):
+        log.warning("workspace_sync_missing", head=head_sha)
+        return False
+    if ok("merge-base", "--is-ancestor", head_sha, local):
+        # The workspace already holds the head and more (commits not pushed yet).
+        return True
+    if not ok("merge-base", "--is-ancestor", local, head_sha):
+        log.warning("workspace_diverged", local=local, head=head_sha)
+        return False
+    git("merge", "--ff-only", "--quiet", head_sha)
+    git("update-ref", f"refs/remotes/origin/{workspace.branch}", head_sha)
+    log.info("workspace_synced", previous=local, head=head_sha)
+    return True

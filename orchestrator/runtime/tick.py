@@ -1,0 +1,91 @@
+"""One tick: snapshot, reconcile, plan, execute.
+
+The snapshot reads GitHub, the store and the worker registry; reconciliation
+cancels turns nobody wants any more; the pure planner turns the snapshot into
+actions; the executor applies them (side effects only through the gate).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from orchestrator.agent import RepoSource
+from orchestrator.domain.planner import plan
+from orchestrator.logs import get_logger
+from orchestrator.runtime.executor import ExecutionReport, Executor
+from orchestrator.runtime.gather import SnapshotBuilder
+from orchestrator.runtime.reconcile import stale_turns
+from orchestrator.runtime.wiring import AgentWiring, PolicyView
+from orchestrator.runtime.workers import WorkerPool
+
+log = get_logger(__name__)
+
+
+@dataclass
+class TickReport:
+    """What one tick saw and did."""
+
+    issues: int = 0
+    actions: int = 0
+    reconciled: int = 0
+    duration_s: float = 0.0
+    execution: ExecutionReport = field(default_factory=ExecutionReport)
+
+
+class Tick:
+    """Runs ticks; one at a time (the daemon's scheduler guarantees it)."""
+
+    def __init__(self, *, builder: SnapshotBuilder, executor: Executor, pool: WorkerPool) -> None:
+        self.builder = builder
+        self.executor = executor
+        self.pool = pool
+
+    def run(
+        self,
+        *,
+        view: PolicyView,
+        agents: AgentWiring,
+        source: RepoSource,
+        now: datetime,
+        dispatching: bool,
+    ) -> TickReport:
+        """One tick; raises RateLimited when GitHub's budget is spent while reading."""
+        started = time.monotonic()
+        gathered = self.builder.build(view, now, self.pool.running())
+        snapshot = gathered.snapshot
+        reconciled = 0
+        for stale in stale_turns(snapshot, view.flow):
+            if self.pool.cancel(stale.issue, stale.reason):
+                reconciled += 1
+        actions = plan(snapshot, view.flow, now)
+        execution = self.executor.execute(
+            actions,
+            gathered,
+            view=view,
+            agents=agents,
+            source=source,
+            dispatching=dispatching,
+        )
+        report = TickReport(
+            issues=len(snapshot.issues),
+            actions=len(actions),
+            reconciled=reconciled,
+            duration_s=time.monotonic() - started,
+            execution=execution,
+        )
+        log.info(
+            "tick",
+            issues=report.issues,
+            actions=report.actions,
+            running=len(snapshot.running),
+            reconciled=reconciled,
+            transitions=execution.transitions,
+            effects=execution.effects_done,
+            effects_failed=execution.effects_failed,
+            refused=execution.refused,
+            dispatched=execution.dispatched,
+            duration_ms=round(report.duration_s * 1000),
+        )
+        return report

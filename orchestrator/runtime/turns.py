@@ -1,0 +1,233 @@
+"""One agent turn as a worker runs it: workspace, prompt, the turn itself, and its record.
+
+The worker never decides what comes next. It renders the prompt, runs the
+turn, records the run (start, first event, end, tokens, the prompt) and folds
+the outcome into the issue's record; the tick it then asks for plans from
+there. Any failure before the agent ran (workspace, hook, prompt) is recorded
+as a failed turn, so the planner's retry policy applies to it like any other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from orchestrator.agent import IssueRef as WorkspaceIssue
+from orchestrator.agent import RepoSource, TurnRequest, Workspace
+from orchestrator.agent.errors import AgentLayerError
+from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, run_git
+from orchestrator.agent.results import CONTEXT_FILE
+from orchestrator.domain.actions import Dispatch
+from orchestrator.domain.record_updates import record_outcome
+from orchestrator.domain.snapshot import AgentOutcome, OutcomeKind, PullRequest, StoredRecord
+from orchestrator.github.errors import GitHubError, RateLimited
+from orchestrator.logs import bind_context, get_logger
+from orchestrator.runtime.context import turn_context
+from orchestrator.runtime.records import RecordStore
+from orchestrator.runtime.sync import sync_to_head
+from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView
+from orchestrator.runtime.workers import TurnSlot, WorkerPool
+from orchestrator.store.database import Database
+from orchestrator.workflow import PromptIssue, PromptRenderError, PromptWorkspace
+
+log = get_logger(__name__)
+
+# Dispatch reasons that start an agent afresh rather than continue its session.
+FRESH_START_REASONS = frozenset({"claim", "start"})
+_GIT_TIMEOUT_S = 60.0
+
+
+def issue_branch(record: StoredRecord, view: PolicyView, number: int) -> str:
+    """The issue's branch: the recorded one, else the name the planner derives from the number."""
+    return record.workpad.branch or f"{view.flow.pr.branch_prefix}issue-{number}"
+
+
+@dataclass(frozen=True)
+class TurnJob:
+    """Everything a worker needs for one turn, fixed when the tick dispatched it."""
+
+    dispatch: Dispatch
+    issue_id: int
+    title: str
+    labels: tuple[str, ...]
+    tracker_state: str
+    record: StoredRecord
+    pr: PullRequest | None
+    view: PolicyView
+    agents: AgentWiring
+    source: RepoSource
+
+
+class TurnRunner:
+    """Runs turn jobs in the worker threads of a :class:`WorkerPool`."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        records: RecordStore,
+        github: GitHubAccess,
+        pool: WorkerPool,
+        replica_id: str,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.db = db
+        self.records = records
+        self.github = github
+        self.pool = pool
+        self.replica_id = replica_id
+        self.clock = clock
+
+    def run(self, job: TurnJob, slot: TurnSlot) -> None:
+        """The body of one worker: prepare, run, record. Never raises for the turn's failures."""
+        ref = job.dispatch.issue
+        phase = job.dispatch.phase
+        bind_context(repo=ref.repo, issue=ref.number, phase=phase.value, run_id=slot.run_id)
+        started_at = self.clock()
+        run_started = False
+        outcome: AgentOutcome
+        try:
+            workspace = self._workspace(job, slot)
+            prompt = self._prompt(job, workspace)
+            if slot.cancel_event.is_set():
+                outcome = self._bare_outcome(job, slot, OutcomeKind.CANCELLED, started_at)
+            else:
+                resume = None
+                if job.dispatch.reason not in FRESH_START_REASONS:
+                    resume = self.db.runs.last_session(job.issue_id, phase.value)
+                request = TurnRequest(
+                    workspace=workspace,
+                    prompt=prompt,
+                    phase=phase,
+                    attempt=job.dispatch.attempt,
+                    run_id=slot.run_id,
+                    resume_session_id=resume,
+                )
+                turn = job.agents.runner.prepare(request)
+                self.db.runs.start(
+                    slot.run_id,
+                    issue_id=job.issue_id,
+                    phase=phase.value,
+                    attempt=job.dispatch.attempt,
+                    now=self.clock(),
+                    replica_id=self.replica_id,
+                    prompt=prompt,
+                )
+                run_started = True
+                self.pool.attach(slot, turn)
+                result = turn.run()
+                outcome = result.to_agent_outcome()
+                self.db.runs.finish(
+                    slot.run_id,
+                    outcome=result.outcome.value,
+                    now=self.clock(),
+                    error=None if result.succeeded else result.message,
+                    input_tokens=result.usage.input_tokens,
+                    output_tokens=result.usage.output_tokens,
+                    total_tokens=result.usage.total_tokens,
+                    session_id=result.session_id,
+                )
+        except (AgentLayerError, PromptRenderError, GitHubError, RateLimited, OSError) as error:
+            kind = OutcomeKind.CANCELLED if slot.cancel_event.is_set() else OutcomeKind.FAILED
+            log.warning("turn_not_run", error=str(error), outcome=kind.value)
+            outcome = self._bare_outcome(job, slot, kind, started_at)
+            if run_started:
+                self.db.runs.finish(
+                    slot.run_id, outcome=kind.value, now=self.clock(), error=str(error)
+                )
+        self._record(job, outcome)
+
+    # ----------------------------------------------------------------- steps
+
+    def _workspace(self, job: TurnJob, slot: TurnSlot) -> Workspace:
+        ref = job.dispatch.issue
+        issue = WorkspaceIssue(
+            f"{ref.repo}#{ref.number}",
+            ref.number,
+            job.title,
+            branch=issue_branch(job.record, job.view, ref.number),
+        )
+        workspace = job.agents.workspaces.ensure(issue, job.source, cancel=slot.cancel_event)
+        if job.pr is not None and job.pr.head_sha:
+            sync_to_head(job.agents.workspaces, workspace, job.source, job.pr.head_sha)
+        return workspace
+
+    def _prompt(self, job: TurnJob, workspace: Workspace) -> str:
+        ref = job.dispatch.issue
+        client = self.github.client
+        data = client.request(
+            "GET", f"/repos/{ref.repo}/issues/{ref.number}", conditional=True
+        ).data
+        context = turn_context(
+            client=client,
+            repo=ref.repo,
+            number=ref.number,
+            phase=job.dispatch.phase,
+            record=job.record,
+            pr=job.pr,
+            self_login=self.github.login,
+        )
+        result_dir = workspace.result_dir
+        result_dir.mkdir(exist_ok=True)
+        (result_dir / CONTEXT_FILE).write_text(
+            json.dumps(context, indent=2, ensure_ascii=False), encoding="utf-8"
+        )
+        head = run_git(
+            [*UNTRUSTED_REPO_FLAGS, "rev-parse", "--verify", "--quiet", "HEAD"],
+            cwd=workspace.path,
+            timeout_s=_GIT_TIMEOUT_S,
+            check=False,
+            env=job.agents.workspaces.agent_git_env(),
+        )
+        issue = PromptIssue(
+            number=ref.number,
+            identifier=f"{ref.repo}#{ref.number}",
+            title=str((data or {}).get("title") or job.title),
+            body=str((data or {}).get("body") or ""),
+            url=str((data or {}).get("html_url") or ""),
+            state=job.tracker_state,
+            labels=job.labels,
+        )
+        return job.view.workflow.prompt.render(
+            phase=job.dispatch.phase,
+            issue=issue,
+            attempt=job.dispatch.attempt,
+            policy=job.view.policy,
+            workspace=PromptWorkspace(
+                path=str(workspace.path), branch=workspace.branch, head_sha=head or None
+            ),
+            context=context,
+        )
+
+    def _bare_outcome(
+        self, job: TurnJob, slot: TurnSlot, kind: OutcomeKind, started_at: datetime
+    ) -> AgentOutcome:
+        return AgentOutcome(
+            run_id=slot.run_id,
+            phase=job.dispatch.phase,
+            kind=kind,
+            started_at=started_at,
+            finished_at=self.clock(),
+        )
+
+    def _record(self, job: TurnJob, outcome: AgentOutcome) -> None:
+        threads = job.pr.threads if job.pr is not None else ()
+        flow = job.view.flow
+        updated = self.records.update(
+            job.issue_id,
+            lambda record: record_outcome(record, outcome, flow, threads),
+            now=self.clock(),
+        )
+        log.info(
+            "turn_recorded",
+            outcome=outcome.kind.value,
+            committed=outcome.committed,
+            head_after=outcome.head_after,
+            retry_due_at=(
+                updated.record.retry_due_at.isoformat()
+                if updated is not None and updated.record.retry_due_at
+                else None
+            ),
+        )

@@ -1,0 +1,267 @@
+"""Wiring from the policy: GitHub access, the tracker, the agent runner and the domain's FlowPolicy.
+
+Everything the daemon builds from WORKFLOW.md is built here, once per policy
+version. GitHub clients are per thread (PyGithub's connection object is not
+safe to share between threads) but share one ETag cache and one accounting.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from orchestrator.agent import (
+    AgentEnvironment,
+    AgentPreset,
+    AgentRunner,
+    AgentSettings,
+    HookSettings,
+    RepoSource,
+    WorkspaceManager,
+    WorkspaceSettings,
+)
+from orchestrator.agent.events import AgentEvent
+from orchestrator.domain.policy import FlowPolicy
+from orchestrator.domain.snapshot import Actor
+from orchestrator.github.accounting import Accounting
+from orchestrator.github.client import EtagCache, GitHubClient
+from orchestrator.github.errors import GitHubError
+from orchestrator.github.gateway import GitHubGateway, is_bot_login
+from orchestrator.github.prstate import PRStatePoller
+from orchestrator.github.retry import RetryPolicy
+from orchestrator.tracker.base import TrackerSettings
+from orchestrator.tracker.github_issues import GitHubIssuesTracker
+from orchestrator.workflow import Workflow, flow_policy
+from orchestrator.workflow.schema import Policy, TrackerKind
+
+
+class WiringError(Exception):
+    """The policy cannot drive the daemon (names the setting to change)."""
+
+
+def policy_repo(policy: Policy) -> str:
+    """The repository the daemon works on."""
+    repo = policy.tracker.repo
+    if policy.tracker.kind is not TrackerKind.GITHUB or not repo:
+        raise WiringError(
+            "tracker.kind: the daemon needs a github tracker with tracker.repo set "
+            f"(kind is {policy.tracker.kind.value})"
+        )
+    return repo
+
+
+def policy_token(policy: Policy) -> str:
+    """The tracker token (never logged: the client registers it with the redactor)."""
+    token = policy.tracker.token
+    if not token:
+        raise WiringError("tracker.token: the daemon needs a GitHub token")
+    return token
+
+
+def tracker_settings(policy: Policy, flow: FlowPolicy) -> TrackerSettings:
+    """The tracker's settings; candidates must also carry the ownership label."""
+    tracker = policy.tracker
+    return TrackerSettings(
+        repo=policy_repo(policy),
+        required_labels=frozenset(tracker.required_labels) | {flow.ownership_label},
+        state_labels=dict(tracker.state_labels),
+        active_states=frozenset(tracker.active_states),
+        terminal_states=frozenset(tracker.terminal_states),
+    )
+
+
+def workspace_settings(policy: Policy) -> WorkspaceSettings:
+    return WorkspaceSettings(
+        root=Path(policy.workspace.root),
+        branch_prefix=policy.pr.branch_prefix,
+        base_branch=policy.pr.base_branch,
+    )
+
+
+def hook_settings(policy: Policy) -> HookSettings:
+    hooks = policy.hooks
+    return HookSettings(
+        after_create=hooks.after_create,
+        before_run=hooks.before_run,
+        after_run=hooks.after_run,
+        before_remove=hooks.before_remove,
+        timeout_ms=hooks.timeout_ms,
+    )
+
+
+def agent_settings(policy: Policy) -> AgentSettings:
+    agent = policy.agent
+    return AgentSettings(
+        preset=AgentPreset(agent.preset.value),
+        command=agent.command,
+        first_event_timeout_ms=agent.first_event_timeout_ms,
+        stall_timeout_ms=agent.stall_timeout_ms,
+        turn_timeout_ms=agent.turn_timeout_ms,
+        extra_env=dict(agent.env),
+    )
+
+
+def agent_wiring_key(policy: Policy) -> tuple[object, ...]:
+    """What the agent runner depends on: a change rebuilds it (running turns keep theirs)."""
+    return (
+        policy.agent,
+        policy.hooks,
+        policy.workspace,
+        policy.pr.branch_prefix,
+        policy.pr.base_branch,
+    )
+
+
+@dataclass(frozen=True)
+class AgentWiring:
+    """The workspaces and the runner built from one policy version."""
+
+    workspaces: WorkspaceManager
+    runner: AgentRunner
+    settings: AgentSettings
+
+
+def build_agent_wiring(
+    policy: Policy,
+    *,
+    secrets: list[str | None],
+    on_event: Callable[[str, AgentEvent], None],
+) -> AgentWiring:
+    settings = agent_settings(policy)
+    hooks = hook_settings(policy)
+    spaces = workspace_settings(policy)
+    environment = AgentEnvironment(settings, secrets=secrets)
+    workspaces = WorkspaceManager(spaces, hooks, environment)
+    runner = AgentRunner(settings, hooks, environment, log_dir=spaces.logs, on_event=on_event)
+    return AgentWiring(workspaces=workspaces, runner=runner, settings=settings)
+
+
+@dataclass(frozen=True)
+class PolicyView:
+    """One policy version as the runtime uses it."""
+
+    workflow: Workflow
+    flow: FlowPolicy
+    repo: str
+
+    @property
+    def policy(self) -> Policy:
+        return self.workflow.policy
+
+    @property
+    def interval_s(self) -> float:
+        return self.policy.polling.interval_ms / 1000
+
+    @property
+    def kill_switch_file(self) -> Path:
+        return Path(self.policy.rollout.kill_switch_file)
+
+    @classmethod
+    def of(cls, workflow: Workflow) -> PolicyView:
+        return cls(
+            workflow=workflow, flow=flow_policy(workflow.policy), repo=policy_repo(workflow.policy)
+        )
+
+
+@dataclass
+class _ThreadClients:
+    client: GitHubClient
+    gateway: GitHubGateway
+    tracker: GitHubIssuesTracker
+
+
+class GitHubAccess:
+    """GitHub for the daemon: one client per thread, shared cache, accounting and login."""
+
+    def __init__(
+        self,
+        *,
+        endpoint: str,
+        token: str,
+        cache: EtagCache,
+        accounting: Accounting,
+        tracker: TrackerSettings,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.endpoint = endpoint
+        self.retry = retry
+        self._token = token
+        self.cache = cache
+        self.accounting = accounting
+        self.tracker_settings = tracker
+        self.repo = tracker.repo
+        self._local = threading.local()
+        self._login: str | None = None
+        self._login_lock = threading.Lock()
+
+    def same_as(self, endpoint: str, token: str, tracker: TrackerSettings) -> bool:
+        """Whether this access already matches these settings (no rebuild on reload)."""
+        return (
+            endpoint == self.endpoint and token == self._token and tracker == self.tracker_settings
+        )
+
+    def _clients(self) -> _ThreadClients:
+        found: _ThreadClients | None = getattr(self._local, "clients", None)
+        if found is None:
+            client = GitHubClient(
+                self.endpoint,
+                self._token,
+                cache=self.cache,
+                accounting=self.accounting,
+                retry=self.retry,
+            )
+            gateway = GitHubGateway(client)
+            found = _ThreadClients(
+                client, gateway, GitHubIssuesTracker(gateway, self.tracker_settings)
+            )
+            self._local.clients = found
+        return found
+
+    @property
+    def client(self) -> GitHubClient:
+        return self._clients().client
+
+    @property
+    def gateway(self) -> GitHubGateway:
+        return self._clients().gateway
+
+    @property
+    def tracker(self) -> GitHubIssuesTracker:
+        return self._clients().tracker
+
+    @property
+    def login(self) -> str:
+        """The daemon's own login (asked once)."""
+        with self._login_lock:
+            if self._login is None:
+                self._login = self.client.login
+            return self._login
+
+    @property
+    def token(self) -> str:
+        return self._token
+
+    def actor(self, login: str, user_type: str | None = None) -> Actor:
+        """A GitHub account as the gates see it: bot or not, and whether it may write."""
+        bot = is_bot_login(login, user_type) or login.lower() == self.login.lower()
+        if bot:
+            return Actor(login=login, is_bot=True, can_write=False)
+        try:
+            can_write = self.gateway.can_write(self.repo, login)
+        except GitHubError:
+            can_write = False
+        return Actor(login=login, is_bot=False, can_write=can_write)
+
+    def poller(self) -> PRStatePoller:
+        return PRStatePoller(self.client, self.cache, self.actor)
+
+    def repo_source(self, clone_url: str) -> RepoSource:
+        return RepoSource(clone_url, token=self._token)
+
+
+def parse_time(value: object) -> datetime:
+    """A GitHub timestamp (``2026-01-01T00:00:00Z``) as an aware datetime."""
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))

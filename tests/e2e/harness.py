@@ -1,0 +1,325 @@
+"""Drive the daemon tick by tick against the GitHub emulator, with the scripted agent.
+
+A :class:`Flow` holds a running emulator, a WORKFLOW.md written for it, and an
+in-process :class:`Daemon`; tests play the humans and the CI through the
+emulator's control API and step the daemon with :meth:`Flow.run`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shlex
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.domain.snapshot import IssueRef, StoredRecord
+from orchestrator.github.retry import RetryPolicy
+from orchestrator.runtime.daemon import Daemon
+from orchestrator.sim.testing import Account, SimWorld
+
+SIM_AGENT = f"{shlex.quote(sys.executable)} -m orchestrator.sim.agent"
+OWNER_LABEL = "orchestrator"
+APPROVAL_LABEL = "state:merging"
+STOP_LABEL = "orchestrator:stop"
+REPO_STOP_LABEL = "orchestrator:stop-all"
+# Transient GitHub failures are retried once, without a noticeable wait.
+FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.05)
+
+
+def finding(severity: str = "P2", title: str = "Vague name") -> dict[str, str]:
+    return {
+        "severity": severity,
+        "title": title,
+        "summary": "The name says little.",
+        "why_it_matters": "Readers have to guess.",
+        "suggested_fix": "Rename it.",
+        "location": "src/feature.py:1",
+    }
+
+
+def default_scenario() -> dict[str, Any]:
+    """Implement with a new commit each time, review with one minor finding, fix CI in rework."""
+    return {
+        "steps": [
+            {"session": "auto"},
+            {"write": {"path": "src/feature.py", "content": "FEATURE = 1\n", "append": True}},
+            {"commit": "Add the feature"},
+            {"usage": {"input_tokens": 100, "cached_input_tokens": 10, "output_tokens": 20}},
+            {"pr_description": "## Summary\n\nAdds the feature."},
+        ],
+        "phases": {
+            "reviewing": {
+                "steps": [{"message": "reviewing"}, {"review": {"findings": [finding()]}}]
+            },
+            "rework": {
+                "steps": [
+                    {"write": {"path": "src/feature.py", "content": "# fixed\n", "append": True}},
+                    {"commit": "Fix the failing check"},
+                    {
+                        "fix_summary": [
+                            {
+                                "check": "ci",
+                                "status": "fixed",
+                                "message": "Fixed.",
+                                "commit": "HEAD",
+                            }
+                        ]
+                    },
+                ]
+            },
+        },
+    }
+
+
+def merge_sections(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_sections(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def policy_document(
+    tmp: Path, world: SimWorld, scenario: Path, mode: str, extra: dict[str, Any]
+) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "tracker": {"repo": world.repo, "endpoint": "$E2E_ENDPOINT", "token": "$E2E_TOKEN"},
+        "polling": {"interval_ms": 1000},
+        "workspace": {"root": str(tmp / "workspaces")},
+        "agent": {
+            "preset": "command",
+            "command": f"{SIM_AGENT} --scenario {shlex.quote(str(scenario))}",
+            "max_concurrent_agents": 2,
+            "stall_timeout_ms": 20_000,
+            "turn_timeout_ms": 30_000,
+            "max_retry_backoff_ms": 1_000,
+        },
+        "orchestration": {"ownership": {"required_label": OWNER_LABEL}},
+        "rollout": {"mode": mode, "kill_switch_file": str(tmp / "STOP")},
+        "review": {"enabled": True, "max_passes": 2},
+        "merge": {"mode": "auto", "require_human_approval": True},
+        "database": {"url": f"sqlite:///{tmp / 'orchestrator.db'}"},
+    }
+    return merge_sections(base, extra)
+
+
+def write_policy(path: Path, document: dict[str, Any]) -> Path:
+    # JSON is YAML: the front matter is written as one JSON mapping.
+    path.write_text(f"---\n{json.dumps(document, indent=2)}\n---\n", encoding="utf-8")
+    return path
+
+
+@dataclass
+class Flow:
+    """One emulator, one policy, one in-process daemon."""
+
+    world: SimWorld
+    tmp: Path
+    policy_path: Path
+    scenario_path: Path
+    env: dict[str, str]
+    db_url: str | None = None
+    daemon: Daemon | None = None
+    ticks: int = 0
+    history: list[str] = field(default_factory=list)
+
+    # ----------------------------------------------------------- the daemon
+
+    def start(self) -> Daemon:
+        daemon = Daemon(
+            self.policy_path,
+            db_url=self.db_url,
+            serve_web=False,
+            harden=False,
+            env=self.env,
+            github_retry=FAST_RETRY,
+        )
+        daemon.start()
+        self.daemon = daemon
+        return daemon
+
+    def stop(self) -> None:
+        if self.daemon is not None:
+            self.daemon.shutdown(grace_s=0)
+            self.daemon = None
+
+    def restart(self) -> Daemon:
+        self.stop()
+        return self.start()
+
+    @property
+    def d(self) -> Daemon:
+        assert self.daemon is not None, "the daemon is not started"
+        return self.daemon
+
+    def step(self) -> None:
+        """One tick, then wait for the turns it started to be recorded."""
+        self.d.tick()
+        assert self.d.wait_idle(60), "an agent turn did not finish"
+        self.ticks += 1
+
+    def run(self, until: Callable[[], bool], max_ticks: int = 40, what: str = "") -> None:
+        """Tick until ``until()`` holds; fail with the phase history otherwise."""
+        for _ in range(max_ticks):
+            if until():
+                return
+            before = self.ticks
+            self.step()
+            if self.ticks == before:
+                time.sleep(0.05)
+        if until():
+            return
+        raise AssertionError(
+            f"not reached after {max_ticks} ticks: {what or until}; phases {self.history[-20:]}"
+        )
+
+    def run_to_phase(self, number: int, phase: str, max_ticks: int = 40) -> None:
+        self.run(lambda: self.phase(number) == phase, max_ticks, what=f"#{number} in {phase}")
+
+    def idle_ticks(self, count: int) -> None:
+        for _ in range(count):
+            self.step()
+
+    def edit_policy(self, extra: dict[str, Any]) -> None:
+        document = json.loads(self.policy_path.read_text().split("---\n")[1])
+        write_policy(self.policy_path, merge_sections(document, extra))
+        self.d.reload_policy()
+
+    # -------------------------------------------------------------- records
+
+    def ref(self, number: int) -> IssueRef:
+        return IssueRef(self.world.repo, number)
+
+    def record(self, number: int) -> StoredRecord | None:
+        row = self.d.records.get(self.ref(number))
+        return row.record if row is not None else None
+
+    def phase(self, number: int) -> str | None:
+        record = self.record(number)
+        phase = record.phase.value if record is not None else None
+        if not self.history or self.history[-1] != f"#{number}:{phase}":
+            self.history.append(f"#{number}:{phase}")
+        return phase
+
+    def pr_number(self, number: int) -> int:
+        record = self.record(number)
+        assert record is not None and record.workpad.pr is not None, "no pull request recorded"
+        return record.workpad.pr.number
+
+    # ------------------------------------------------------- humans and CI
+
+    @property
+    def human(self) -> Account:
+        return self.world.human
+
+    def open_issue(self, title: str = "Add the feature", labels: list[str] | None = None) -> int:
+        return self.world.control.create_issue(
+            self.world.repo,
+            title,
+            as_user=self.human.login,
+            body="Please add the feature.",
+            labels=[OWNER_LABEL, *(labels or [])],
+        )
+
+    def pull(self, pr_number: int) -> dict[str, Any]:
+        return self.rest("GET", f"/repos/{self.world.repo}/pulls/{pr_number}")
+
+    def head(self, pr_number: int) -> str:
+        return str(self.pull(pr_number)["head"]["sha"])
+
+    def check(self, pr_number: int, conclusion: str | None, status: str = "completed") -> None:
+        """Report the CI check ``ci`` on the pull request's current head."""
+        self.world.control.check_run(
+            self.world.repo,
+            sha=self.head(pr_number),
+            name="ci",
+            status=status,
+            conclusion=conclusion,
+            summary=f"ci {conclusion or status}",
+            log="collecting tests\nFAILED test_feature.py::test_it\n"
+            if conclusion == "failure"
+            else None,
+        )
+
+    def approve(self, number: int, as_user: str | None = None) -> None:
+        self.world.control.add_labels(
+            self.world.repo, number, [APPROVAL_LABEL], as_user=as_user or self.human.login
+        )
+
+    def push_as_human(self, branch: str, content: str = "human change\n") -> str:
+        return str(
+            self.world.control.push(
+                self.world.repo,
+                branch=branch,
+                files={"src/human.py": content},
+                message="A human's change",
+                as_user=self.human.login,
+            )
+        )
+
+    # -------------------------------------------------------------- reading
+
+    def rest(self, method: str, path: str, body: Any = None) -> Any:
+        """A REST call as the human (so the bot's budget and write log stay untouched)."""
+        gh = self.world.github(self.human)
+        status, _headers, raw = gh.requester.requestJson(method, path, input=body)
+        assert status < 400, f"{method} {path}: {status} {raw}"
+        return json.loads(raw) if raw else None
+
+    def comments(self, number: int) -> list[dict[str, Any]]:
+        return list(self.rest("GET", f"/repos/{self.world.repo}/issues/{number}/comments"))
+
+    def bot_comments(self, number: int, marker: str) -> list[dict[str, Any]]:
+        return [
+            c
+            for c in self.comments(number)
+            if c["user"]["login"] == self.world.bot.login and marker in c["body"]
+        ]
+
+    def workpads(self, number: int) -> list[dict[str, Any]]:
+        return self.bot_comments(number, "## Orchestrator Workpad")
+
+    def review_comments(self, pr_number: int) -> list[dict[str, Any]]:
+        return self.bot_comments(pr_number, "<!-- orchestrator-review-comment -->")
+
+    def pulls(self) -> list[dict[str, Any]]:
+        return list(self.rest("GET", f"/repos/{self.world.repo}/pulls?state=all"))
+
+    def issue(self, number: int) -> dict[str, Any]:
+        return dict(self.rest("GET", f"/repos/{self.world.repo}/issues/{number}"))
+
+    def bot_writes(self) -> list[dict[str, Any]]:
+        return [w for w in self.world.control.writes() if w["login"] == self.world.bot.login]
+
+
+@contextmanager
+def flow_for(
+    tmp: Path,
+    world: SimWorld,
+    *,
+    mode: str = "merge",
+    scenario: dict[str, Any] | None = None,
+    policy: dict[str, Any] | None = None,
+    start: bool = True,
+    db_url: str | None = None,
+) -> Iterator[Flow]:
+    scenario_path = tmp / "scenario.json"
+    scenario_path.write_text(json.dumps(scenario or default_scenario()), encoding="utf-8")
+    document = policy_document(tmp, world, scenario_path, mode, policy or {})
+    policy_path = write_policy(tmp / "WORKFLOW.md", document)
+    env = {"E2E_ENDPOINT": world.url, "E2E_TOKEN": world.bot.token}
+    flow = Flow(world, tmp, policy_path, scenario_path, env, db_url)
+    if start:
+        flow.start()
+    try:
+        yield flow
+    finally:
+        flow.stop()

@@ -1,0 +1,185 @@
+"""The daemon as a process: systemd notifications, SIGHUP, SIGTERM, --once, one daemon per file."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from orchestrator.runtime.daemon import Daemon
+from orchestrator.runtime.instance_lock import AlreadyRunning
+from orchestrator.sim.testing import SimWorld, running_world
+from tests.e2e.harness import Flow, default_scenario, flow_for
+
+ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[SimWorld]:
+    with running_world(tmp_path / "sim") as running:
+        yield running
+
+
+def process_env(flow: Flow, **extra: str) -> dict[str, str]:
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(flow.tmp),
+        **flow.env,
+        **extra,
+    }
+
+
+def query(db: Path, sql: str) -> list[tuple[object, ...]]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5) as conn:
+        return list(conn.execute(sql).fetchall())
+
+
+def wait_until(predicate, timeout_s: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def log_events(path: Path) -> list[dict[str, object]]:
+    events = []
+    for line in path.read_text().splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return events
+
+
+def slow_scenario() -> dict[str, object]:
+    scenario = default_scenario()
+    scenario["steps"] = [{"session": "auto"}, {"events": {"count": 1000, "interval_ms": 20}}]
+    return scenario
+
+
+@pytest.mark.slow
+def test_notify_reload_and_graceful_sigterm(tmp_path: Path, world: SimWorld) -> None:
+    sock_path = tmp_path / "notify.sock"
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(str(sock_path))
+    receiver.settimeout(20)
+    log = tmp_path / "daemon.log"
+    with flow_for(tmp_path, world, scenario=slow_scenario(), start=False) as flow:
+        env = process_env(flow, NOTIFY_SOCKET=str(sock_path), WATCHDOG_USEC="300000")
+        with log.open("wb") as output:
+            proc = subprocess.Popen(
+                [
+                    ORCHESTRATOR,
+                    "--log-format",
+                    "json",
+                    "run",
+                    str(flow.policy_path),
+                    "--port",
+                    "0",
+                    "--grace-seconds",
+                    "0.5",
+                ],
+                env=env,
+                stdout=output,
+                stderr=output,
+                start_new_session=True,
+            )
+            try:
+                messages = [receiver.recv(4096).decode()]
+                assert messages[0].startswith("READY=1")
+                assert "polling acme/widgets" in messages[0]
+                messages.append(receiver.recv(4096).decode())
+                assert "WATCHDOG=1" in messages
+
+                text = flow.policy_path.read_text().replace(
+                    '"mode": "merge"', '"mode": "mutate"', 1
+                )
+                flow.policy_path.write_text(text)
+                proc.send_signal(signal.SIGHUP)
+                wait_until(
+                    lambda: any(e.get("event") == "policy_reloaded" for e in log_events(log))
+                )
+
+                flow.open_issue()
+                db = tmp_path / "orchestrator.db"
+                wait_until(lambda: query(db, "SELECT count(*) FROM agent_runs")[0][0] == 1)
+                proc.send_signal(signal.SIGTERM)
+                assert proc.wait(30) == 0
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+        rest = []
+        receiver.settimeout(0.5)
+        try:
+            while True:
+                rest.append(receiver.recv(4096).decode())
+        except TimeoutError:
+            pass
+        receiver.close()
+        assert "STOPPING=1" in rest
+        assert query(db, "SELECT outcome FROM agent_runs") == [("cancelled",)]
+        assert query(db, "SELECT count(*) FROM leases") == [(0,)]
+        events = [e.get("event") for e in log_events(log)]
+        assert "daemon_stopped" in events
+        reloaded = next(e for e in log_events(log) if e.get("event") == "policy_reload")
+        assert reloaded["rollout_mode"] == "mutate"
+
+
+def test_once_runs_one_tick_and_waits_for_its_turn(tmp_path: Path, world: SimWorld) -> None:
+    with flow_for(tmp_path, world, start=False) as flow:
+        flow.open_issue()
+        done = subprocess.run(
+            [ORCHESTRATOR, "run", str(flow.policy_path), "--once"],
+            env=process_env(flow),
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr.decode()[-2000:]
+        db = tmp_path / "orchestrator.db"
+        assert query(db, "SELECT phase, outcome FROM agent_runs") == [("implementing", "completed")]
+        assert query(db, "SELECT phase FROM tracked_issues") == [("implementing",)]
+        assert flow.pulls() == [], "the push is planned by the next tick, not this one"
+
+
+def test_a_second_daemon_on_the_same_sqlite_file_refuses_to_start(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    with flow_for(tmp_path, world) as flow:
+        second = Daemon(flow.policy_path, serve_web=False, harden=False, env=flow.env)
+        with pytest.raises(AlreadyRunning) as excinfo:
+            second.start()
+        message = str(excinfo.value)
+        assert f"pid {os.getpid()}" in message
+        assert "orchestrator.db.lock" in message
+        done = subprocess.run(
+            [ORCHESTRATOR, "run", str(flow.policy_path)],
+            env=process_env(flow),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 1
+        assert b"already uses this database" in done.stderr
+
+
+def test_inspection_is_forbidden_in_the_process() -> None:
+    code = (
+        "from orchestrator.runtime.hardening import forbid_inspection, is_dumpable\n"
+        "assert is_dumpable() is True\n"
+        "assert forbid_inspection() is True\n"
+        "assert is_dumpable() is False\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr.decode()
