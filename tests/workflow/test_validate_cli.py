@@ -25,6 +25,7 @@ EXAMPLE_ENV = {
     "ORCHESTRATOR_DATABASE_URL": f"postgresql+psycopg://orch:{DB_PASSWORD}@db.internal/orch",
     "ORCHESTRATOR_DEMO_ENDPOINT": "http://127.0.0.1:8900",
     "ORCHESTRATOR_DEMO_TOKEN": "demo-token-never-shown",
+    "ORCHESTRATOR_DEMO_PYTHON": "/usr/bin/python3",
     "ORCHESTRATOR_DEMO_DIR": "/var/tmp/orchestrator-demo",
 }
 SECRETS = (
