@@ -125,7 +125,7 @@ def make_status(**overrides: object) -> RuntimeStatus:
         rollout_mode="mutate",
         policy_path="WORKFLOW.md",
         repos=("acme/app",),
-        last_tick_at=NOW,
+        last_tick_at=datetime.now(UTC),
         last_tick_duration_s=0.05,
         ticks=42,
         poll_interval_s=1.0,

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import shutil
 from dataclasses import replace
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.web.conftest import NOW, Site
+from tests.web.conftest import Site
 
 TOKEN = "s3cret-api-token"
 
@@ -128,11 +128,15 @@ def test_brake_on_and_off(site_factory) -> None:  # type: ignore[no-untyped-def]
 def test_readyz_follows_database_policy_and_ticks(site_factory) -> None:  # type: ignore[no-untyped-def]
     site: Site = site_factory()
     assert httpx.get(f"{site.url}/readyz").json() == {"status": "ready"}
-    site.live.status = replace(site.live.status, last_tick_at=NOW - timedelta(minutes=5))
+    site.live.status = replace(
+        site.live.status, last_tick_at=datetime.now(UTC) - timedelta(minutes=5)
+    )
     stale = httpx.get(f"{site.url}/readyz")
     assert stale.status_code == 503 and "last tick is stale" in stale.json()["problems"][0]
     site.live.status = replace(
-        site.live.status, last_tick_at=NOW, policy_error="WORKFLOW.md:3:1: agent: unknown key"
+        site.live.status,
+        last_tick_at=datetime.now(UTC),
+        policy_error="WORKFLOW.md:3:1: agent: unknown key",
     )
     invalid = httpx.get(f"{site.url}/readyz").json()
     assert invalid["problems"] == ["policy invalid: WORKFLOW.md:3:1: agent: unknown key"]
