@@ -62,8 +62,11 @@ class Summary:
 class Demo:
     """One demo run in ``workdir``; ``say`` prints a line of progress."""
 
-    def __init__(self, workdir: Path, *, port: int, say: Callable[[str], None]) -> None:
+    def __init__(
+        self, workdir: Path, *, port: int, say: Callable[[str], None], harden: bool = True
+    ) -> None:
         self.workdir = workdir
+        self.harden = harden
         self.port = port
         self.say = say
         self._world: DemoWorld | None = None
@@ -96,7 +99,9 @@ class Demo:
             "ORCHESTRATOR_DEMO_DIR": str(self.workdir),
             "ORCHESTRATOR_DEMO_PYTHON": sys.executable,
         }
-        self._daemon = daemon = Daemon(demo_policy_path(), port=self.port, env=env)
+        self._daemon = daemon = Daemon(
+            demo_policy_path(), port=self.port, env=env, harden=self.harden
+        )
         daemon.start()
         approval = daemon.view.policy.tracker.state_labels[MERGE_STATE]
         self._actors = [

@@ -178,6 +178,10 @@ class Daemon:
         self.last_tick_error: str | None = None
         self.rate_limited_until: datetime | None = None
         self.leading: tuple[str, ...] = ()
+        # Counters since start, for the metrics.
+        self.dispatches = 0
+        self.rate_limit_deferrals = 0
+        self.policy_reload_errors = 0
         self.recovery: RecoveryReport | None = None
         # Set by start().
         self.source: PolicySource
@@ -364,6 +368,7 @@ class Daemon:
         if self.rate_limited_until is not None:
             if now < self.rate_limited_until:
                 log.info("tick_deferred", rate_limited_until=self.rate_limited_until.isoformat())
+                self.rate_limit_deferrals += 1
                 return None
             self.rate_limited_until = None
         if not self._lead(now):
@@ -388,6 +393,7 @@ class Daemon:
             self.last_tick_at = now
             self.last_tick_duration_s = (self.clock() - now).total_seconds()
         self.last_tick_error = None
+        self.dispatches += report.execution.dispatched
         if report.execution.rate_limited is not None:
             self._rate_limited(report.execution.rate_limited)
         elif report.execution.changed:
@@ -397,6 +403,7 @@ class Daemon:
 
     def _rate_limited(self, limited: RateLimited) -> None:
         self.rate_limited_until = limited.reset_at
+        self.rate_limit_deferrals += 1
         log.warning(
             "rate_limited",
             resource=limited.resource,
@@ -422,6 +429,8 @@ class Daemon:
 
     def _refresh_policy(self) -> None:
         outcome = self.source.refresh()
+        if outcome is ReloadOutcome.REJECTED:
+            self.policy_reload_errors += 1
         if outcome is not ReloadOutcome.APPLIED:
             return
         workflow = self.source.current
@@ -681,6 +690,10 @@ class Daemon:
             rate_limited_until=self.rate_limited_until,
             github_units_spent=self.accounting.total_units(),
             leading=self.leading,
+            poll_interval_s=self.view.interval_s,
+            dispatches=self.dispatches,
+            rate_limit_deferrals=self.rate_limit_deferrals,
+            policy_reload_errors=self.policy_reload_errors,
         )
 
     # ================================================================= tests
