@@ -42,7 +42,7 @@ from orchestrator.sim.billing import (
 from orchestrator.sim.control_api import control_routes
 from orchestrator.sim.emulator import Emulator
 from orchestrator.sim.errors import DOCS_URL, SimError
-from orchestrator.sim.faults import FaultRule
+from orchestrator.sim.faults import FaultDecision, FaultRule
 from orchestrator.sim.githttp import parse_git_path, run_http_backend
 from orchestrator.sim.records import User
 
@@ -241,9 +241,20 @@ class GitHubFront:
 
         return endpoint
 
-    async def serve_rest(self, request: Request, spec: RouteSpec, route: str) -> Response:
-        emulator = self.emulator
-        decision = emulator.faults.decide(request.method, request.url.path)
+    async def admit(
+        self,
+        request: Request,
+        route: str,
+        resource: str,
+        unauthorized: Callable[[str | None], Response],
+    ) -> Response | tuple[str, User, FaultDecision]:
+        """What every API request passes first: faults, authentication, secondary limits.
+
+        Returns the answer when the request stops here, else the token, the user
+        and the fault decision (latency, or a lost response to play afterwards).
+        An admitted request holds a concurrency slot until ``billing.release``.
+        """
+        decision = self.emulator.faults.decide(request.method, request.url.path)
         rule = decision.rule
         token, user = self.authenticate(request)
         if rule is not None and rule.action != "lost_response":
@@ -253,14 +264,24 @@ class GitHubFront:
         if token is None or user is None:
             await _delay(decision.latency_ms)
             self.record(request, token, route, _Outcome(401, 0, False, False))
-            return self.unauthorized(token)
-        billing = emulator.billing
+            return unauthorized(token)
+        billing = self.emulator.billing
         try:
             billing.admit(token)
         except SecondaryLimited as exc:
-            snapshot = billing.snapshot(token, spec.resource)
+            snapshot = billing.snapshot(token, resource)
             self.record(request, token, route, _Outcome(exc.status, 0, False, False))
             return self.secondary_response(exc, snapshot)
+        return token, user, decision
+
+    async def serve_rest(self, request: Request, spec: RouteSpec, route: str) -> Response:
+        emulator = self.emulator
+        admitted = await self.admit(request, route, spec.resource, self.unauthorized)
+        if isinstance(admitted, Response):
+            return admitted
+        token, user, decision = admitted
+        rule = decision.rule
+        billing = emulator.billing
         try:
             # A slow answer keeps its request in flight (it counts for concurrency limits).
             await _delay(decision.latency_ms)
@@ -322,18 +343,9 @@ class GitHubFront:
     # ---------------------------------------------------------------- GraphQL
 
     async def serve_graphql(self, request: Request) -> Response:
-        emulator = self.emulator
         route = "POST /graphql"
-        decision = emulator.faults.decide(request.method, request.url.path)
-        rule = decision.rule
-        token, user = self.authenticate(request)
-        if rule is not None and rule.action != "lost_response":
-            await _delay(decision.latency_ms)
-            self.record(request, token, route, _Outcome(rule.status or 0, 0, False, False))
-            return await self.fault_reply(rule, request)
-        if token is None or user is None:
-            await _delay(decision.latency_ms)
-            self.record(request, token, route, _Outcome(401, 0, False, False))
+
+        def unauthorized(_token: str | None) -> Response:
             return self.json_response(
                 401,
                 {
@@ -341,13 +353,13 @@ class GitHubFront:
                     "documentation_url": DOCS_URL,
                 },
             )
-        billing = emulator.billing
-        try:
-            billing.admit(token)
-        except SecondaryLimited as exc:
-            snapshot = billing.snapshot(token, "graphql")
-            self.record(request, token, route, _Outcome(exc.status, 0, False, False))
-            return self.secondary_response(exc, snapshot)
+
+        admitted = await self.admit(request, route, "graphql", unauthorized)
+        if isinstance(admitted, Response):
+            return admitted
+        token, user, decision = admitted
+        rule = decision.rule
+        billing = self.emulator.billing
         tally: list[int] = []
         operation: str | None = None
         try:
