@@ -54,7 +54,7 @@ def flow_policy(policy: Policy) -> domain.FlowPolicy:
         ),
         merge=domain.MergePolicy(
             mode=_MERGE_MODES[merge.mode],
-            method=domain.MergeMethod(merge.method.value),
+            method=merge.method,
             require_green_checks=merge.require_green_checks,
             required_checks=merge.required_checks,
             require_human_approval=merge.require_human_approval,

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMode
+from orchestrator.domain.policy import MergeMethod
 from orchestrator.domain.results import Severity as FindingSeverity
 
 __all__ = [
@@ -92,14 +93,6 @@ class MergeMode(StrEnum):
 
     DISABLED = "disabled"
     AUTO = "auto"
-
-
-class MergeMethod(StrEnum):
-    """GitHub's merge methods."""
-
-    MERGE = "merge"
-    SQUASH = "squash"
-    REBASE = "rebase"
 
 
 class ApprovalSource(StrEnum):
