@@ -76,6 +76,9 @@ class Transition:
     to_phase: Phase
     reason: str
     waiting_reason: WaitingReason | None = None
+    # Leaving rework before any turn ran because its cause went away (a flaky check
+    # passed on rerun): the entry is withdrawn and does not count as a rework cycle.
+    withdraws_rework: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -136,16 +136,31 @@ def thread_effects(ctx: IssueContext, reply: ThreadReply, run_id: str) -> list[S
     return effects
 
 
-def request_review(ctx: IssueContext, pr: PullRequest, head_sha: str) -> SideEffect | None:
-    """Ask the configured reviewers to look again at the new head."""
-    if not ctx.policy.pr.reviewers:
+def request_review(
+    ctx: IssueContext,
+    pr: PullRequest,
+    head_sha: str,
+    run_id: str,
+    extra_reviewers: tuple[str, ...] = (),
+) -> SideEffect | None:
+    """Ask the configured reviewers, and those whose threads were addressed, to look again.
+
+    The daemon itself is never asked; the key names the head and the turn, so a
+    turn that only answered threads (no new head) still asks once.
+    """
+    me = (ctx.self_login or "").lower()
+    reviewers: list[str] = []
+    for login in (*ctx.policy.pr.reviewers, *extra_reviewers):
+        if login.lower() != me and login.lower() not in {r.lower() for r in reviewers}:
+            reviewers.append(login)
+    if not reviewers:
         return None
     return side_effect(
         ctx.ref,
         SideEffectKind.REQUEST_REVIEW,
-        head_sha,
+        f"{head_sha}:{run_id}",
         pr_number=pr.number,
-        reviewers=ctx.policy.pr.reviewers,
+        reviewers=tuple(reviewers),
     )
 
 

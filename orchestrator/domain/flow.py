@@ -9,10 +9,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from orchestrator.domain.actions import Cancel, Dispatch, SideEffect, Transition
+from orchestrator.domain.actions import (
+    Cancel,
+    Dispatch,
+    SideEffect,
+    SideEffectKind,
+    Transition,
+    side_effect,
+)
 from orchestrator.domain.gates import Gates, qualifies_as_human
 from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMode, WaitingReason
 from orchestrator.domain.policy import FlowPolicy
+from orchestrator.domain.results import GITHUB_BODY_LIMIT
 from orchestrator.domain.review import bouncing_threads, passes_in_lineage
 from orchestrator.domain.snapshot import (
     IssueRef,
@@ -115,14 +123,50 @@ def resume_target(ctx: IssueContext) -> Phase:
 def enter_rework(ctx: IssueContext, reason: str) -> IssueDecision:
     """Rework, unless that would exceed the rework limit: then blocked for a human."""
     if ctx.record.rework_cycles >= ctx.policy.max_rework_cycles:
-        return move(
+        decision = move(
             ctx,
             Phase.BLOCKED,
             f"{reason}; rework limit of {ctx.policy.max_rework_cycles} reached",
             WaitingReason.REWORK_LIMIT_EXCEEDED,
             next_action="ask an operator: rework limit reached",
         )
+        decision.effects.append(rework_limit_comment(ctx, reason))
+        return decision
     return move(ctx, Phase.REWORK, reason, next_action=f"rework: {reason}")
+
+
+REWORK_LIMIT_MARKER = "<!-- orchestrator-rework-limit -->"
+
+
+def rework_limit_comment(ctx: IssueContext, reason: str) -> SideEffect:
+    """The summary a human gets when the rework limit stops the flow."""
+    pr = ctx.pr
+    lines = [
+        REWORK_LIMIT_MARKER,
+        f"**Rework limit reached:** {ctx.record.rework_cycles} rework cycle(s) of "
+        f"{ctx.policy.max_rework_cycles} allowed (`orchestration.max_rework_cycles`).",
+        "",
+        f"- Still asked for: {reason}",
+    ]
+    if pr is not None:
+        lines.append(f"- Pull request #{pr.number} at `{pr.head_sha[:12]}`")
+        open_threads = [t for t in pr.threads if not t.is_resolved]
+        for thread in open_threads[:10]:
+            where = f"`{thread.path}`" if thread.path else "the pull request"
+            first = thread.body.strip().splitlines()[0] if thread.body.strip() else ""
+            lines.append(f"- Open thread on {where} by @{thread.author.login}: {first[:200]}")
+        if pr.checks is not None and pr.checks.failing:
+            lines.append("- Failing checks: " + ", ".join(sorted(pr.checks.failing)))
+    fixed = sum(1 for e in ctx.record.thread_history if e.status is not None)
+    lines.append(f"- Thread answers given so far: {fixed}")
+    lines += ["", "Fix it by hand, or ask an operator to resume the issue."]
+    body = "\n".join(lines)[:GITHUB_BODY_LIMIT]
+    return side_effect(
+        ctx.ref,
+        SideEffectKind.POST_COMMENT,
+        f"rework-limit:{ctx.record.phase_since.isoformat()}",
+        body=body,
+    )
 
 
 def head_needs_review(ctx: IssueContext, pr: PullRequest) -> bool:

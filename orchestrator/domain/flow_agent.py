@@ -8,16 +8,26 @@ steps only repeats the same idempotent effects.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from orchestrator.domain import effects
 from orchestrator.domain.actions import Cancel, SideEffect
-from orchestrator.domain.flow import IssueContext, IssueDecision, dispatch, move, wait
+from orchestrator.domain.flow import (
+    IssueContext,
+    IssueDecision,
+    dispatch,
+    move,
+    pr_feedback,
+    wait,
+)
+from orchestrator.domain.flow_waiting import checks_running, rework_reason
 from orchestrator.domain.outcomes import (
     blocked_question,
     failure_reason,
     fresh_outcome,
     turn_failure,
 )
-from orchestrator.domain.phases import Phase, WaitingReason
+from orchestrator.domain.phases import GateValue, Phase, WaitingReason
 from orchestrator.domain.results import FixSummary, Review
 from orchestrator.domain.retry import RetryKind, decide_retry, is_due
 from orchestrator.domain.review import (
@@ -50,6 +60,10 @@ def decide_agent_phase(ctx: IssueContext) -> IssueDecision:
             )
         return wait(ctx, "wait for the pull request state")
     outcome = fresh_outcome(ctx.record)
+    if outcome is None and ctx.phase is Phase.REWORK and ctx.record.attempt == 0:
+        withdrawn = _withdraw_rework(ctx)
+        if withdrawn is not None:
+            return withdrawn
     if outcome is None:
         if (
             ctx.phase is Phase.REVIEWING
@@ -93,7 +107,45 @@ def _continue(ctx: IssueContext, reason: str) -> IssueDecision:
     return dispatch(ctx, reason)
 
 
+def _withdraw_rework(ctx: IssueContext) -> IssueDecision | None:
+    """Leave a rework no turn has started for when the PR no longer asks for one.
+
+    A flaky check that passes on rerun (or is running again) is not a rework cycle.
+    """
+    pr = ctx.pr
+    if pr is None or (
+        ctx.record.last_outcome is not None
+        and (
+            ctx.record.last_outcome.phase is Phase.REWORK
+            and ctx.record.last_outcome.finished_at >= ctx.record.phase_since
+        )
+    ):
+        return None
+    seen = ctx.record.workpad.observation.gates.get("checks")
+    if seen is not GateValue.FAIL or rework_reason(ctx, pr, pr_feedback(ctx, pr)) is not None:
+        # Only a rework entered while checks failed is withdrawn when they stop failing.
+        return None
+    if checks_running(pr):
+        why = "a failing check is running again"
+    elif pr.checks is not None and not pr.checks.failing:
+        why = "the failing check passed on rerun"
+    else:
+        return None
+    decision = move(
+        ctx,
+        Phase.WAITING_FOR_CHECKS,
+        why,
+        WaitingReason.CHECKS_PENDING,
+        next_action="wait for checks on the current head",
+    )
+    assert decision.transition is not None
+    decision.transition = replace(decision.transition, withdraws_rework=True)
+    return decision
+
+
 def _after_failure(ctx: IssueContext, outcome: AgentOutcome, failure: str) -> IssueDecision:
+    if outcome.contract_error is not None:
+        return _after_contract_miss(ctx, outcome, outcome.contract_error)
     decision = decide_retry(
         failed=True,
         failures=max(ctx.record.attempt, 1),
@@ -113,6 +165,30 @@ def _after_failure(ctx: IssueContext, outcome: AgentOutcome, failure: str) -> Is
     if not is_due(due, ctx.now):
         return wait(ctx, f"retry {ctx.phase} after {due} ({failure})")
     return dispatch(ctx, f"retry: {failure}")
+
+
+def _after_contract_miss(ctx: IssueContext, outcome: AgentOutcome, error: str) -> IssueDecision:
+    """One continuation turn, told what was wrong; a second miss asks a human."""
+    if ctx.record.attempt < 2:
+        return dispatch(ctx, f"continue: {error}")
+    decision = move(
+        ctx,
+        Phase.BLOCKED,
+        f"the agent's results do not match its work twice: {error}",
+        WaitingReason.MISSING_CONTEXT,
+        next_action="ask a human: the agent's report and commits disagree",
+    )
+    decision.effects.append(
+        effects.post_comment(
+            ctx,
+            f"contract:{outcome.run_id}",
+            f"{effects.BLOCKED_COMMENT_MARKER}\n**The agent needs a human (missing_context).**"
+            f"\n\nTwo {ctx.phase} turns in a row ended with results that do not match the "
+            f"work: {error}. Review threads, findings and counts are kept; reply here or ask "
+            "an operator to resume the issue.",
+        )
+    )
+    return decision
 
 
 def _pushed(ctx: IssueContext, outcome: AgentOutcome) -> bool:
@@ -179,6 +255,10 @@ def _after_reviewing(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
         assert outcome.head_after is not None
         pending.append(effects.push_branch(ctx, outcome.head_after, "review_fix"))
     pass_number = passes_in_lineage(state, outcome.head_before) + 1
+    # A review turn that fixed code updates the description like a rework does.
+    update = effects.update_pr_body(ctx, pr, outcome) if outcome.committed else None
+    if update is not None and not ctx.completed(update.idempotency_key):
+        pending.append(update)
     comment = effects.upsert_review_comment(ctx, pr, review, outcome, pass_number)
     if not ctx.completed(comment.idempotency_key):
         pending.append(comment)
@@ -211,10 +291,10 @@ def _after_rework(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
         pending.extend(effects.thread_effects(ctx, reply, outcome.run_id))
     if (update := effects.update_pr_body(ctx, pr, outcome)) is not None:
         pending.append(update)
-    ask = (
-        effects.request_review(ctx, pr, outcome.head_after)
-        if outcome.committed and outcome.head_after is not None
-        else None
+    addressed = {reply.thread_id for reply in evaluation.replies if reply.resolve}
+    authors = tuple(t.author.login for t in pr.threads if t.id in addressed)
+    ask = effects.request_review(
+        ctx, pr, outcome.head_after or pr.head_sha, outcome.run_id, extra_reviewers=authors
     )
     if ask is not None:
         pending.append(ask)

@@ -22,9 +22,14 @@ from orchestrator.domain.phases import GateValue, Phase, WaitingReason
 from orchestrator.domain.snapshot import PRStatus, PullRequest
 
 
+def checks_running(pr: PullRequest) -> bool:
+    """Some check on the current head is still running (a first run or a rerun)."""
+    return pr.checks is not None and bool(pr.checks.pending)
+
+
 def rework_reason(ctx: IssueContext, pr: PullRequest, feedback: Feedback) -> str | None:
     """Why the PR needs code changes now, if it does."""
-    if ctx.gates.checks is GateValue.FAIL:
+    if ctx.gates.checks is GateValue.FAIL and not checks_running(pr):
         assert pr.checks is not None
         return "checks failing: " + ", ".join(sorted(pr.checks.failing)[:5])
     if feedback.changes_requested:
@@ -67,6 +72,9 @@ def decide_waiting(ctx: IssueContext) -> IssueDecision:
         return enter_rework(ctx, reason)
     if feedback.bouncing:
         return _escalate_bounces(ctx, feedback)
+    if ctx.gates.checks is GateValue.FAIL and checks_running(pr):
+        # A fix is never started while checks run: a rerun may still pass.
+        return wait(ctx, "wait for the running checks before a fix", WaitingReason.CHECKS_PENDING)
     if ctx.gates.checks is GateValue.PENDING:
         if ctx.phase is Phase.WAITING_FOR_HUMAN:
             return move(

@@ -5,9 +5,26 @@ Shared by the planner and by the record reducer so both count failures alike.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from orchestrator.domain.phases import Phase, WaitingReason
-from orchestrator.domain.results import BlockedQuestion, FixSummary, ResultError, Review
-from orchestrator.domain.snapshot import AgentOutcome, OutcomeKind, StoredRecord
+from orchestrator.domain.policy import ReviewPolicy
+from orchestrator.domain.results import (
+    BlockedQuestion,
+    FixStatus,
+    FixSummary,
+    FixTargetKind,
+    ResultError,
+    Review,
+)
+from orchestrator.domain.review import bouncing_threads
+from orchestrator.domain.snapshot import (
+    AgentOutcome,
+    OutcomeKind,
+    ReviewThread,
+    StoredRecord,
+    ThreadHistoryEntry,
+)
 from orchestrator.domain.workpad import WorkpadRecord
 
 _PROCESS_FAILURES = frozenset(
@@ -56,6 +73,8 @@ def turn_failure(outcome: AgentOutcome, workpad: WorkpadRecord) -> str | None:
         final_head = outcome.head_after or outcome.head_before
         if final_head is not None and outcome.review.head_sha != final_head:
             return f"review.md is for {outcome.review.head_sha[:12]}, not the final head"
+    if outcome.contract_error is not None:
+        return outcome.contract_error
     if outcome.phase is Phase.REWORK:
         if outcome.fix_summary is None:
             return "fix-summary.json is missing"
@@ -69,3 +88,66 @@ def failure_reason(outcome: AgentOutcome) -> WaitingReason:
     if outcome.kind in _PROCESS_FAILURES:
         return WaitingReason.TOOL_UNAVAILABLE
     return WaitingReason.MISSING_CONTEXT
+
+
+def _is_login(login: str, self_login: str | None) -> bool:
+    return self_login is not None and login.lower() == self_login.lower()
+
+
+def threads_to_answer(
+    threads: Iterable[ReviewThread],
+    history: Iterable[ThreadHistoryEntry],
+    policy: ReviewPolicy,
+    self_login: str | None,
+) -> tuple[ReviewThread, ...]:
+    """Open threads a rework turn must answer in its fix summary.
+
+    Threads whose last word is the daemon's wait for a human, and threads that
+    bounced ``review.bounce_threshold`` times are escalated, not fixed again: neither
+    is asked of the agent.
+    """
+    open_threads = tuple(
+        t
+        for t in threads
+        if not t.is_resolved
+        and not _is_login(t.author.login, self_login)
+        and not _is_login((t.last_comment_author or t.author).login, self_login)
+    )
+    bouncing = bouncing_threads(tuple(history), open_threads, policy)
+    return tuple(t for t in open_threads if t.id not in bouncing)
+
+
+def rework_contract_error(
+    outcome: AgentOutcome, required: Iterable[ReviewThread], published_head: str | None
+) -> str | None:
+    """Why a rework turn's results do not match what it did, or None when they do.
+
+    ``published_head`` is the pull request's head when the turn started: a commit is
+    new when the turn ends on another head.
+    """
+    if outcome.kind is not OutcomeKind.SUCCEEDED or outcome.phase is not Phase.REWORK:
+        return None
+    if isinstance(outcome.blocked, BlockedQuestion):
+        return None
+    new_commits = outcome.head_after is not None and outcome.head_after != published_head
+    summary = outcome.fix_summary
+    if summary is None:
+        if new_commits:
+            assert outcome.head_after is not None
+            return (
+                f"the turn committed {outcome.head_after[:12]} but left no fix-summary.json; "
+                "report what each commit addresses"
+            )
+        return "the turn made no commit and left no fix-summary.json"
+    if not isinstance(summary, FixSummary):
+        return None
+    missing = [t.id for t in required if summary.for_target(FixTargetKind.THREAD, t.id) is None]
+    if missing:
+        return "fix-summary.json: no entry for review thread(s) " + ", ".join(missing)
+    claimed = [e.target for e in summary.entries if e.status is FixStatus.FIXED]
+    if claimed and not new_commits:
+        return (
+            "fix-summary.json: " + ", ".join(claimed) + " marked fixed, but the turn made no "
+            "commit; commit the fix or change the status"
+        )
+    return None

@@ -13,7 +13,7 @@ from datetime import datetime
 from types import MappingProxyType
 
 from orchestrator.domain.actions import Dispatch, Observe, SideEffect, SideEffectKind, Transition
-from orchestrator.domain.outcomes import turn_failure
+from orchestrator.domain.outcomes import rework_contract_error, threads_to_answer, turn_failure
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.results import FixSummary, FixTargetKind
@@ -58,6 +58,8 @@ def apply_transition(record: StoredRecord, transition: Transition, now: datetime
     cycles = record.rework_cycles
     if to_phase is Phase.REWORK and record.phase in _REWORK_ENTRY_FROM:
         cycles += 1
+    if transition.withdraws_rework and record.phase is Phase.REWORK:
+        cycles = max(0, cycles - 1)
     resume = record.resume_phase
     if to_phase is Phase.BLOCKED:
         resume = record.phase
@@ -189,19 +191,25 @@ def record_outcome(
     outcome: AgentOutcome,
     policy: FlowPolicy,
     threads: tuple[ReviewThread, ...] = (),
+    self_login: str | None = None,
 ) -> StoredRecord:
     """The record after a turn ended: outcome kept, failures counted, retry time set.
+
+    A rework turn is checked against the threads it was given (``threads``, as the
+    pull request showed them at dispatch): a broken contract is a failed turn that
+    is continued at once, without backoff (see ``rework_contract_error``).
 
     A rework turn's fix summary is added to the thread history (with the threads
     open on the PR) so later iterations can recognise comments that come back.
     """
-    failure = turn_failure(outcome, record.workpad)
     if outcome.phase is not record.phase:
         # A late completion for a phase the issue left: keep it for the record only.
         return replace(record, last_outcome=outcome)
+    outcome = _checked_rework(record, outcome, policy, threads, self_login)
+    failure = turn_failure(outcome, record.workpad)
     attempt = record.attempt + 1 if failure is not None else 0
     retry_due = None
-    if failure is not None:
+    if failure is not None and outcome.contract_error is None:
         decision = decide_retry(
             failed=True,
             failures=attempt,
@@ -235,3 +243,25 @@ def record_outcome(
         retry_due_at=retry_due,
         thread_history=history,
     )
+
+
+def _checked_rework(
+    record: StoredRecord,
+    outcome: AgentOutcome,
+    policy: FlowPolicy,
+    threads: tuple[ReviewThread, ...],
+    self_login: str | None,
+) -> AgentOutcome:
+    """A rework outcome measured against the published head and the threads it had to answer.
+
+    Commits an earlier turn left unpublished in the workspace count as this turn's
+    work: ``head_before`` becomes the pull request's head, so they are pushed.
+    """
+    if outcome.phase is not Phase.REWORK:
+        return outcome
+    published = record.workpad.pr.head_sha if record.workpad.pr is not None else None
+    if published is not None and outcome.head_after is not None and not outcome.committed:
+        outcome = replace(outcome, head_before=published)
+    required = threads_to_answer(threads, record.thread_history, policy.review, self_login)
+    error = rework_contract_error(outcome, required, published or outcome.head_before)
+    return replace(outcome, contract_error=error)

@@ -109,6 +109,9 @@ class AgentOutcome:
     fix_summary: FixSummary | ResultError | None = None
     blocked: BlockedQuestion | ResultError | None = None
     pr_description: PRDescription | ResultError | None = None
+    # Why the result files break the turn's contract (a rework thread left unanswered,
+    # "fixed" without a commit, commits without a fix summary); set when the turn is recorded.
+    contract_error: str | None = None
 
     @property
     def committed(self) -> bool:
@@ -201,6 +204,15 @@ class PRReview:
 
 
 @dataclass(frozen=True, slots=True)
+class ThreadComment:
+    """One comment of a review thread, in the order it was posted."""
+
+    author: Actor
+    body: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class ReviewThread:
     """An unresolved (or resolved) review thread on the pull request."""
 
@@ -213,6 +225,10 @@ class ReviewThread:
     is_outdated: bool = False
     last_comment_at: datetime | None = None
     last_comment_author: Actor | None = None
+    line: int | None = None
+    diff_hunk: str | None = None
+    # Every comment, the first one included (empty when the source did not say).
+    comments: tuple[ThreadComment, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

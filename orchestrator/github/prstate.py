@@ -22,6 +22,7 @@ from orchestrator.domain.snapshot import (
     PullRequest,
     ReviewThread,
     ReviewVerdict,
+    ThreadComment,
 )
 from orchestrator.github.client import EtagCache, GitHubClient
 from orchestrator.github.queries import (
@@ -86,13 +87,27 @@ def fingerprint_hash(node: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(node, sort_keys=True).encode()).hexdigest()
 
 
+# GitHub's updatedAt has one-second resolution: a change in the same second as
+# a poll leaves the fingerprint as it was. A state fetched while the pull
+# request's last update is this recent is fetched again on the next poll.
+SETTLE_S = 3.0
+_UNSETTLED = "unsettled:"
+
+
 class PRStatePoller:
     """Polls many pull requests of one repository at the cost of their fingerprints."""
 
-    def __init__(self, client: GitHubClient, cache: EtagCache, actor: ActorLookup) -> None:
+    def __init__(
+        self,
+        client: GitHubClient,
+        cache: EtagCache,
+        actor: ActorLookup,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
         self._client = client
         self._cache = cache
         self._actor = actor
+        self._clock = clock
 
     def poll(self, repo: str, numbers: Sequence[int]) -> dict[int, PullRequest]:
         """The state of each pull request; full fetches only for changed fingerprints."""
@@ -109,12 +124,16 @@ class PRStatePoller:
                 changed.append(number)
         if changed:
             fresh = fetch_states(self._client, repo, changed)
-            now = datetime.now(UTC)
+            now = self._clock()
             for number, node in fresh.items():
                 states[number] = node
+                fingerprint = fingerprint_hash(fingerprints[number])
+                updated = _time(fingerprints[number].get("updatedAt"))
+                if (now - updated).total_seconds() < SETTLE_S:
+                    fingerprint = _UNSETTLED + fingerprint
                 self._cache.put(
                     self._key(repo, number),
-                    etag=fingerprint_hash(fingerprints[number]),
+                    etag=fingerprint,
                     last_modified=None,
                     body=json.dumps(node),
                     now=now,
@@ -221,6 +240,16 @@ def to_pull_request(repo: str, node: dict[str, Any], actor: ActorLookup) -> Pull
                 is_outdated=bool(thread.get("isOutdated")),
                 last_comment_at=_time(last.get("createdAt")),
                 last_comment_author=_author(last.get("author"), actor),
+                line=thread.get("line") if isinstance(thread.get("line"), int) else None,
+                diff_hunk=str(first.get("diffHunk") or "") or None,
+                comments=tuple(
+                    ThreadComment(
+                        author=_author(c.get("author"), actor),
+                        body=str(c.get("body") or ""),
+                        created_at=_time(c.get("createdAt")),
+                    )
+                    for c in comments
+                ),
             )
         )
     return PullRequest(

@@ -6,7 +6,13 @@ from pathlib import Path
 
 import click
 
-from orchestrator.runtime.daemon import DEFAULT_GRACE_S, Daemon, DaemonError
+from orchestrator.runtime.daemon import (
+    DEFAULT_GRACE_S,
+    DEFAULT_LEASE_S,
+    REPLICA_ENV,
+    Daemon,
+    DaemonError,
+)
 from orchestrator.runtime.instance_lock import AlreadyRunning
 
 
@@ -36,14 +42,42 @@ from orchestrator.runtime.instance_lock import AlreadyRunning
     show_default=True,
     help="On SIGTERM, how long running agent turns may finish before they are cancelled.",
 )
+@click.option(
+    "--replica-id",
+    metavar="NAME",
+    envvar=REPLICA_ENV,
+    help=f"This replica's name in logs, runs and the dashboard (also {REPLICA_ENV}; "
+    "default host name and process id).",
+)
+@click.option(
+    "--lease-seconds",
+    type=click.FloatRange(min=1),
+    default=DEFAULT_LEASE_S,
+    show_default=True,
+    help="How long the polling and turn leases of a replica that stopped stay valid.",
+)
 def run(
-    workflow: Path, once: bool, db_url: str | None, port: int | None, grace_seconds: float
+    *,
+    workflow: Path,
+    once: bool,
+    db_url: str | None,
+    port: int | None,
+    grace_seconds: float,
+    replica_id: str | None,
+    lease_seconds: float,
 ) -> None:
     """Run the daemon with the policy in WORKFLOW (default ./WORKFLOW.md).
 
     SIGTERM or Ctrl-C stops it gracefully; SIGHUP reloads the policy now.
     """
-    daemon = Daemon(workflow, db_url=db_url, port=port, grace_s=grace_seconds)
+    daemon = Daemon(
+        workflow,
+        db_url=db_url,
+        port=port,
+        grace_s=grace_seconds,
+        replica_id=replica_id,
+        lease_s=lease_seconds,
+    )
     try:
         daemon.start()
     except (DaemonError, AlreadyRunning) as error:

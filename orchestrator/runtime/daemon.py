@@ -21,7 +21,7 @@ import signal
 import socket
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
@@ -38,6 +38,7 @@ from orchestrator.github.accounting import Accounting
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import bind_context, get_logger, register_secret
+from orchestrator.runtime.claimer import TurnClaimer
 from orchestrator.runtime.executor import Executor
 from orchestrator.runtime.gate import SideEffectGate
 from orchestrator.runtime.gather import SnapshotBuilder
@@ -71,12 +72,16 @@ log = get_logger(__name__)
 
 DEFAULT_GRACE_S = 30.0
 DEFAULT_HEARTBEAT_S = 10.0
+DEFAULT_LEASE_S = 60.0
 REAPER_INTERVAL_S = 60.0
+# How often every replica looks for queued turns and cancellations (a database query).
+CLAIM_INTERVAL_S = 1.0
 # Follow-up ticks a busy flow may chain before waiting for the next interval.
 MAX_CHAINED_TICKS = 25
 # Extra time for cancelled turns to end (the agent's own grace period comes on top).
 CANCEL_WAIT_S = 10.0
 REPLICA_ENV = "ORCHESTRATOR_REPLICA_ID"
+REPLICA_LEASE_PREFIX = "replica:"
 
 
 class DaemonError(RuntimeError):
@@ -111,8 +116,8 @@ _BUSY_POLL_FILTER = _BusyPollFilter()
 
 
 def default_replica_id() -> str:
-    """This replica's stable name: ``ORCHESTRATOR_REPLICA_ID`` or the host name."""
-    return os.environ.get(REPLICA_ENV) or socket.gethostname()
+    """This replica's name: ``ORCHESTRATOR_REPLICA_ID``, else the host name and process id."""
+    return os.environ.get(REPLICA_ENV) or f"{socket.gethostname()}-{os.getpid()}"
 
 
 @dataclass
@@ -123,6 +128,7 @@ class _Parts:
     builder: SnapshotBuilder
     gate: SideEffectGate
     turns: TurnRunner
+    claimer: TurnClaimer
     tick: Tick
 
 
@@ -138,6 +144,7 @@ class Daemon:
         serve_web: bool = True,
         grace_s: float = DEFAULT_GRACE_S,
         replica_id: str | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
         env: Mapping[str, str] | None = None,
         harden: bool = True,
         github_retry: RetryPolicy | None = None,
@@ -150,6 +157,8 @@ class Daemon:
         self._serve_web = serve_web
         self.grace_s = grace_s
         self.replica_id = replica_id or default_replica_id()
+        self.lease_s = lease_s
+        self._finished_claims = 0
         self._env = env
         self._harden = harden
         self._hardened = False
@@ -219,7 +228,7 @@ class Daemon:
         except Exception as error:
             self._release_lock()
             raise DaemonError(f"cannot open the database {describe_url(url)}: {error}") from None
-        bind_context(repo=self.view.repo)
+        bind_context(repo=self.view.repo, replica=self.replica_id)
         self.records = RecordStore(self.db)
         self.switches = SwitchBoard(self.view.kill_switch_file)
         self.pool = WorkerPool(self.view.policy.agent.max_concurrent_agents, clock=self.clock)
@@ -239,8 +248,17 @@ class Daemon:
             now=self.clock,
             replica_id=None if self.db.is_sqlite else self.replica_id,
         )
+        # A starting process holds no turn: what a previous life of this replica (or, on
+        # SQLite, of the only daemon) still holds is handed back to be claimed again.
+        released = self.db.claims.release(None if self.db.is_sqlite else self.replica_id)
+        if self.db.is_sqlite:
+            # The file lock makes this the only daemon: leases of a killed one are void.
+            self.db.leases.clear()
+        self._finished_claims = self.db.claims.finished_count(self.view.repo)
+        self._announce(self.clock())
         log.info(
             "daemon_started",
+            claims_released=released,
             hardened=self._hardened,
             policy=str(self.policy_path),
             database=self.db.display_url,
@@ -275,15 +293,27 @@ class Daemon:
             db=self.db,
             records=self.records,
             github=github,
+            gate=gate,
+            switches=self.switches,
             pool=self.pool,
+            # The polling leader pushes from its tick, like a single daemon; others at once.
+            pushes_after_turn=lambda: not self.leading,
             replica_id=self.replica_id,
             clock=self.clock,
         )
-        executor = Executor(
-            records=self.records, gate=gate, pool=self.pool, turns=turns, clock=self.clock
+        claimer = TurnClaimer(
+            db=self.db,
+            records=self.records,
+            pool=self.pool,
+            replica_id=self.replica_id,
+            lease_ttl=self._lease_ttl,
+            clock=self.clock,
         )
-        tick = Tick(builder=builder, executor=executor, pool=self.pool)
-        return _Parts(github=github, builder=builder, gate=gate, turns=turns, tick=tick)
+        executor = Executor(records=self.records, gate=gate, claimer=claimer, clock=self.clock)
+        tick = Tick(builder=builder, executor=executor, claimer=claimer)
+        return _Parts(
+            github=github, builder=builder, gate=gate, turns=turns, claimer=claimer, tick=tick
+        )
 
     def _build_agents(self, workflow: Workflow) -> None:
         policy = workflow.policy
@@ -373,9 +403,11 @@ class Daemon:
             self.rate_limited_until = None
         if not self._lead(now):
             return None
+        # Turns that ended before this tick are seen by it; the claim job asks for none for them.
+        self._finished_claims = self.db.claims.finished_count(self.view.repo)
         try:
             report = self.parts.tick.run(
-                view=self.view,
+                view=self._cluster_view(now),
                 agents=self.agents,
                 source=self.repo_source(),
                 now=now,
@@ -394,6 +426,9 @@ class Daemon:
             self.last_tick_duration_s = (self.clock() - now).total_seconds()
         self.last_tick_error = None
         self.dispatches += report.execution.dispatched
+        if report.execution.dispatched:
+            # The leader takes what its own threads can run at once; other replicas the rest.
+            self._claim()
         if report.execution.rate_limited is not None:
             self._rate_limited(report.execution.rate_limited)
         elif report.execution.changed:
@@ -415,11 +450,57 @@ class Daemon:
         with self._request_lock:
             self._pending = True
 
+    def _lease_ttl(self) -> timedelta:
+        return timedelta(seconds=max(self.lease_s, 3 * self.view.interval_s))
+
+    def _announce(self, now: datetime) -> None:
+        """Hold this replica's presence lease (the leader sizes the cluster's agent limit by it)."""
+        self.db.leases.acquire(
+            f"{REPLICA_LEASE_PREFIX}{self.replica_id}",
+            self.replica_id,
+            ttl=self._lease_ttl(),
+            now=now,
+        )
+
+    def _cluster_view(self, now: datetime) -> PolicyView:
+        """The policy with ``agent.max_concurrent_agents`` counted per live replica."""
+        replicas = max(1, self.db.leases.count_live(REPLICA_LEASE_PREFIX, now=now))
+        if replicas == 1:
+            return self.view
+        flow = self.view.flow
+        return replace(
+            self.view,
+            flow=replace(flow, max_concurrent_agents=flow.max_concurrent_agents * replicas),
+        )
+
+    def _claim(self) -> int:
+        """Start queued turns in this replica's free threads; pass cancellations on."""
+        parts = self.parts
+        parts.claimer.pass_cancellations()
+        if self._stopping:
+            return 0
+        return parts.claimer.claim_ready(
+            view=self.view, agents=self.agents, source=self.repo_source(), turns=parts.turns
+        )
+
+    def _claim_job(self) -> None:
+        # Scheduler threads do not inherit the main thread's context variables.
+        bind_context(repo=self.view.repo, replica=self.replica_id)
+        self._claim()
+        if self.leading:
+            finished = self.db.claims.finished_count(self.view.repo)
+            if finished != self._finished_claims:
+                # A turn ended on some replica: plan its next step now.
+                self._finished_claims = finished
+                self.request_tick()
+
     def _lead(self, now: datetime) -> bool:
         """Hold the repository's polling lease (one leader per repository across replicas)."""
         name = f"poll:{self.view.repo}"
-        ttl = timedelta(seconds=max(60.0, 3 * self.view.interval_s, 3 * self._heartbeat_s()))
+        ttl = self._lease_ttl()
         if self.db.leases.acquire(name, self.replica_id, ttl=ttl, now=now):
+            if not self.leading:
+                log.info("leadership_taken", lease=name)
             self.leading = (self.view.repo,)
             return True
         if self.leading:
@@ -458,7 +539,8 @@ class Daemon:
     # ============================================================ scheduling
 
     def _heartbeat_s(self) -> float:
-        return watchdog_interval_s() or DEFAULT_HEARTBEAT_S
+        # Renew well within the lease, whatever systemd's watchdog asks for.
+        return min(watchdog_interval_s() or DEFAULT_HEARTBEAT_S, self.lease_s / 3)
 
     def run_scheduler(self) -> None:
         """Start the scheduler's jobs and the web server, then report READY."""
@@ -489,6 +571,15 @@ class Daemon:
             misfire_grace_time=max(1, math.ceil(heartbeat)),
         )
         scheduler.add_job(
+            self._claim_job,
+            "interval",
+            seconds=min(CLAIM_INTERVAL_S, interval),
+            id="claim",
+            max_instances=1,
+            coalesce=True,
+            misfire_grace_time=1,
+        )
+        scheduler.add_job(
             self._reap,
             "interval",
             seconds=REAPER_INTERVAL_S,
@@ -509,7 +600,7 @@ class Daemon:
 
     def _poll_job(self) -> None:
         # Scheduler threads do not inherit the main thread's context variables.
-        bind_context(repo=self.view.repo)
+        bind_context(repo=self.view.repo, replica=self.replica_id)
         with self._request_lock:
             self._ticking = True
         chained = 0
@@ -529,11 +620,14 @@ class Daemon:
                 self._ticking = False
 
     def _heartbeat(self) -> None:
+        bind_context(repo=self.view.repo, replica=self.replica_id)
         now = self.clock()
         self.notifier.watchdog()
+        ttl = self._lease_ttl()
         for name in self.db.leases.held_by(self.replica_id, now=now):
-            ttl = timedelta(seconds=max(60.0, 3 * self.view.interval_s, 3 * self._heartbeat_s()))
             self.db.leases.renew(name, self.replica_id, ttl=ttl, now=now)
+        self._announce(now)
+        self.parts.claimer.renew()
 
     def _reap(self) -> None:
         reaped = self.db.leases.reap(now=self.clock())
@@ -640,6 +734,7 @@ class Daemon:
             now=now, replica_id=None if self.db.is_sqlite else self.replica_id
         )
         released = self.db.leases.release_all(self.replica_id)
+        self.parts.claimer.release()
         if self._web is not None:
             self._web.stop()
             self._web = None

@@ -1,15 +1,14 @@
 """The tick's last step: apply the planner's actions in order.
 
-Cancellations reach the worker pool, transitions go through the store's
-compare-and-set, side effects through the one gate, dispatches to the worker
-pool, observations into the records. An issue whose transition lost a race, or
+Cancellations reach the turn claims, transitions go through the store's
+compare-and-set, side effects through the one gate, dispatches to the turn
+queue, observations into the records. An issue whose transition lost a race, or
 whose side effect failed, gets nothing more this tick (its workpad excepted):
 the next tick plans again from what really happened.
 """
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -19,7 +18,6 @@ from structlog.contextvars import bound_contextvars
 from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource
 from orchestrator.agent.errors import AgentLayerError
-from orchestrator.agent.turn import new_run_id
 from orchestrator.domain.actions import (
     Action,
     Cancel,
@@ -35,12 +33,11 @@ from orchestrator.domain.snapshot import IssueRef, IssueSnapshot
 from orchestrator.domain.workpad import Observation
 from orchestrator.github.errors import RateLimited
 from orchestrator.logs import get_logger
+from orchestrator.runtime.claimer import TurnClaimer
 from orchestrator.runtime.gate import SideEffectGate, Verdict
 from orchestrator.runtime.gather import Gathered
 from orchestrator.runtime.records import RecordRow, RecordStore
-from orchestrator.runtime.turns import TurnJob, TurnRunner
 from orchestrator.runtime.wiring import AgentWiring, PolicyView
-from orchestrator.runtime.workers import TurnSlot, WorkerPool
 from orchestrator.store.issues import Applied, Illegal
 
 log = get_logger(__name__)
@@ -119,14 +116,12 @@ class Executor:
         *,
         records: RecordStore,
         gate: SideEffectGate,
-        pool: WorkerPool,
-        turns: TurnRunner,
+        claimer: TurnClaimer,
         clock: Callable[[], datetime],
     ) -> None:
         self.records = records
         self.gate = gate
-        self.pool = pool
-        self.turns = turns
+        self.claimer = claimer
         self.clock = clock
 
     def execute(
@@ -152,7 +147,7 @@ class Executor:
     def _apply(self, run: _Execution, action: Action, item: IssueSnapshot | None) -> None:
         ref = action.issue
         if isinstance(action, Cancel):
-            if self.pool.cancel(ref, action.reason):
+            if self.claimer.cancel(ref, action.reason):
                 run.report.cancelled += 1
         elif isinstance(action, Transition):
             if ref not in run.halted and ref in run.rows:
@@ -233,31 +228,11 @@ class Executor:
                 labels=sorted(item.issue.labels),
             )
             run.rows[action.issue] = row
-        job = TurnJob(
-            dispatch=action,
-            issue_id=row.issue_id,
-            title=item.issue.title,
-            labels=tuple(sorted(item.issue.labels)),
-            tracker_state=item.issue.tracker_state or "",
-            record=row.record,
-            pr=item.pr,
-            view=run.view,
-            agents=run.agents,
-            source=run.source,
-        )
-        slot = TurnSlot(
-            ref=action.issue,
-            issue_id=row.issue_id,
-            phase=action.phase,
-            run_id=new_run_id(),
-            attempt=action.attempt,
-            started_at=now,
-        )
-        if self.pool.submit(slot, functools.partial(self.turns.run, job)):
+        # Queued, not started: whichever replica claims it runs it (this one first).
+        if self.claimer.queue(action, issue_id=row.issue_id, issue=item.issue, pr=item.pr):
             run.report.dispatched += 1
             log.info(
                 "dispatch",
-                run_id=slot.run_id,
                 dispatched_phase=action.phase.value,
                 attempt=action.attempt,
                 reason=action.reason,

@@ -1,6 +1,6 @@
 """One tick: snapshot, reconcile, plan, execute.
 
-The snapshot reads GitHub, the store and the worker registry; reconciliation
+The snapshot reads GitHub, the store and the open turn claims of every replica; reconciliation
 cancels turns nobody wants any more; the pure planner turns the snapshot into
 actions; the executor applies them (side effects only through the gate).
 """
@@ -14,11 +14,11 @@ from datetime import datetime
 from orchestrator.agent import RepoSource
 from orchestrator.domain.planner import plan
 from orchestrator.logs import get_logger
+from orchestrator.runtime.claimer import TurnClaimer
 from orchestrator.runtime.executor import ExecutionReport, Executor
 from orchestrator.runtime.gather import SnapshotBuilder
 from orchestrator.runtime.reconcile import stale_turns
 from orchestrator.runtime.wiring import AgentWiring, PolicyView
-from orchestrator.runtime.workers import WorkerPool
 
 log = get_logger(__name__)
 
@@ -37,10 +37,12 @@ class TickReport:
 class Tick:
     """Runs ticks; one at a time (the daemon's scheduler guarantees it)."""
 
-    def __init__(self, *, builder: SnapshotBuilder, executor: Executor, pool: WorkerPool) -> None:
+    def __init__(
+        self, *, builder: SnapshotBuilder, executor: Executor, claimer: TurnClaimer
+    ) -> None:
         self.builder = builder
         self.executor = executor
-        self.pool = pool
+        self.claimer = claimer
 
     def run(
         self,
@@ -53,11 +55,12 @@ class Tick:
     ) -> TickReport:
         """One tick; raises RateLimited when GitHub's budget is spent while reading."""
         started = time.monotonic()
-        gathered = self.builder.build(view, now, self.pool.running())
+        # Turns run on any replica: the open claims in the database are the running ones.
+        gathered = self.builder.build(view, now, self.claimer.running(view.repo))
         snapshot = gathered.snapshot
         reconciled = 0
         for stale in stale_turns(snapshot, view.flow):
-            if self.pool.cancel(stale.issue, stale.reason):
+            if self.claimer.cancel(stale.issue, stale.reason):
                 reconciled += 1
         actions = plan(snapshot, view.flow, now)
         execution = self.executor.execute(

@@ -3,8 +3,13 @@
 The worker never decides what comes next. It renders the prompt, runs the
 turn, records the run (start, first event, end, tokens, the prompt) and folds
 the outcome into the issue's record; the tick it then asks for plans from
-there. Any failure before the agent ran (workspace, hook, prompt) is recorded
-as a failed turn, so the planner's retry policy applies to it like any other.
+there. The one exception is the push of the turn's commits on a replica that
+does not poll: the push needs the workspace, which lives where the turn ran, so
+that worker asks the pure planner about this one issue and applies the push it
+plans through its own gate, under the same idempotency key the polling leader's
+tick would use (the leader then finds it done in the outbox). Any failure before the agent ran
+(workspace, hook, prompt) is recorded as a failed turn, so the planner's retry
+policy applies to it like any other.
 """
 
 from __future__ import annotations
@@ -19,13 +24,25 @@ from orchestrator.agent import RepoSource, TurnRequest, Workspace
 from orchestrator.agent.errors import AgentLayerError
 from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, run_git
 from orchestrator.agent.results import CONTEXT_FILE
-from orchestrator.domain.actions import Dispatch
+from orchestrator.domain.actions import Dispatch, SideEffect, SideEffectKind
+from orchestrator.domain.planner import plan
 from orchestrator.domain.record_updates import record_outcome
-from orchestrator.domain.snapshot import AgentOutcome, OutcomeKind, PullRequest, StoredRecord
+from orchestrator.domain.snapshot import (
+    AgentOutcome,
+    IssueSnapshot,
+    KillSwitches,
+    OutcomeKind,
+    PullRequest,
+    Snapshot,
+    StoredRecord,
+    TrackedIssue,
+)
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.logs import bind_context, get_logger
 from orchestrator.runtime.context import turn_context
+from orchestrator.runtime.gate import SideEffectGate
 from orchestrator.runtime.records import RecordStore
+from orchestrator.runtime.switches import SwitchBoard
 from orchestrator.runtime.sync import sync_to_head
 from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView
 from orchestrator.runtime.workers import TurnSlot, WorkerPool
@@ -50,14 +67,24 @@ class TurnJob:
 
     dispatch: Dispatch
     issue_id: int
-    title: str
-    labels: tuple[str, ...]
-    tracker_state: str
+    issue: TrackedIssue
     record: StoredRecord
     pr: PullRequest | None
     view: PolicyView
     agents: AgentWiring
     source: RepoSource
+
+    @property
+    def title(self) -> str:
+        return self.issue.title
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(sorted(self.issue.labels))
+
+    @property
+    def tracker_state(self) -> str:
+        return self.issue.tracker_state or ""
 
 
 class TurnRunner:
@@ -69,13 +96,19 @@ class TurnRunner:
         db: Database,
         records: RecordStore,
         github: GitHubAccess,
+        gate: SideEffectGate,
+        switches: SwitchBoard,
         pool: WorkerPool,
+        pushes_after_turn: Callable[[], bool],
         replica_id: str,
         clock: Callable[[], datetime],
     ) -> None:
         self.db = db
         self.records = records
         self.github = github
+        self.gate = gate
+        self.switches = switches
+        self.pushes_after_turn = pushes_after_turn
         self.pool = pool
         self.replica_id = replica_id
         self.clock = clock
@@ -84,7 +117,13 @@ class TurnRunner:
         """The body of one worker: prepare, run, record. Never raises for the turn's failures."""
         ref = job.dispatch.issue
         phase = job.dispatch.phase
-        bind_context(repo=ref.repo, issue=ref.number, phase=phase.value, run_id=slot.run_id)
+        bind_context(
+            repo=ref.repo,
+            issue=ref.number,
+            phase=phase.value,
+            run_id=slot.run_id,
+            replica=self.replica_id,
+        )
         started_at = self.clock()
         run_started = False
         outcome: AgentOutcome
@@ -138,6 +177,37 @@ class TurnRunner:
                     slot.run_id, outcome=kind.value, now=self.clock(), error=str(error)
                 )
         self._record(job, outcome)
+        if (
+            outcome.kind is OutcomeKind.SUCCEEDED
+            and not slot.cancel_event.is_set()
+            and self.pushes_after_turn()
+        ):
+            self._push(job)
+
+    def _push(self, job: TurnJob) -> None:
+        """Apply the push the planner wants after this turn, from this replica's workspace."""
+        row = self.records.get_by_id(job.issue_id)
+        if row is None:
+            return
+        now = self.clock()
+        snapshot = Snapshot(
+            now=now,
+            issues=(IssueSnapshot(issue=job.issue, record=row.record, pr=job.pr),),
+            kill_switches=KillSwitches(local_file_active=self.switches.local_file_active()),
+            self_login=self.github.login,
+        )
+        for action in plan(snapshot, job.view.flow, now):
+            if not (isinstance(action, SideEffect) and action.kind is SideEffectKind.PUSH_BRANCH):
+                continue
+            try:
+                outcome = self.gate.apply(action, view=job.view, row=row, title=job.title)
+            except (GitHubError, RateLimited) as error:
+                # The leader's next tick plans the push again.
+                log.warning("turn_push_deferred", error=str(error))
+                return
+            log.info("turn_pushed", verdict=outcome.verdict.value)
+            if outcome.row is not None:
+                row = outcome.row
 
     # ----------------------------------------------------------------- steps
 
@@ -168,6 +238,7 @@ class TurnRunner:
             record=job.record,
             pr=job.pr,
             self_login=self.github.login,
+            policy=job.view.flow.review,
         )
         result_dir = workspace.result_dir
         result_dir.mkdir(exist_ok=True)
@@ -217,7 +288,7 @@ class TurnRunner:
         flow = job.view.flow
         updated = self.records.update(
             job.issue_id,
-            lambda record: record_outcome(record, outcome, flow, threads),
+            lambda record: record_outcome(record, outcome, flow, threads, self.github.login),
             now=self.clock(),
         )
         log.info(

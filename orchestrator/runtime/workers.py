@@ -103,6 +103,12 @@ class WorkerPool:
         with self._lock:
             return len(self._slots)
 
+    @property
+    def free(self) -> int:
+        """Threads not running a turn (none once the pool stopped accepting)."""
+        with self._lock:
+            return max(0, self._size - len(self._slots)) if self._accepting else 0
+
     # ------------------------------------------------------------ dispatching
 
     def submit(self, slot: TurnSlot, job: Callable[[TurnSlot], None]) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine, text
 from sqlalchemy.orm import Session, sessionmaker
 
+from orchestrator.store.claims import ClaimStore
 from orchestrator.store.engine import describe_url, is_sqlite, make_engine
 from orchestrator.store.http_cache import HttpCache
 from orchestrator.store.issues import IssueStore
@@ -30,6 +31,7 @@ class Database:
     runs: RunStore = field(init=False)
     leases: LeaseStore = field(init=False)
     http_cache: HttpCache = field(init=False)
+    claims: ClaimStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.issues = IssueStore(self.sessions)
@@ -37,6 +39,7 @@ class Database:
         self.runs = RunStore(self.sessions)
         self.leases = LeaseStore(self.sessions)
         self.http_cache = HttpCache(self.sessions)
+        self.claims = ClaimStore(self.sessions)
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True) -> Database:

@@ -61,6 +61,12 @@ class LeaseStore:
             result = session.execute(delete(Lease).where(Lease.owner == owner))
             return int(result.rowcount)  # type: ignore[attr-defined]
 
+    def clear(self) -> int:
+        """Delete every lease, whoever holds it (only for a database one daemon owns alone)."""
+        with self._sessions.begin() as session:
+            result = session.execute(delete(Lease))
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
     def holder(self, name: str, *, now: datetime) -> str | None:
         with self._sessions() as session:
             lease = session.get(Lease, name)
@@ -73,6 +79,19 @@ class LeaseStore:
             return list(
                 session.scalars(
                     select(Lease.name).where(Lease.owner == owner, Lease.expires_at > now)
+                )
+            )
+
+    def count_live(self, prefix: str, *, now: datetime) -> int:
+        """How many unexpired leases have a name starting with ``prefix``."""
+        with self._sessions() as session:
+            return len(
+                list(
+                    session.scalars(
+                        select(Lease.name).where(
+                            Lease.name.startswith(prefix, autoescape=True), Lease.expires_at > now
+                        )
+                    )
                 )
             )
 

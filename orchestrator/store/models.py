@@ -169,3 +169,32 @@ class HttpCacheEntry(Base):
     last_modified: Mapped[str | None] = mapped_column(String(100))
     body: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class TurnClaim(Base):
+    """An agent turn the polling leader planned; any replica claims it with a lease and runs it.
+
+    The row stays open (``finished_at`` unset) from the dispatch until the turn and
+    the push of its commits are over, so the leader counts it as running meanwhile.
+    """
+
+    __tablename__ = "turn_claims"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    issue_id: Mapped[int] = mapped_column(
+        ForeignKey("tracked_issues.id", ondelete="CASCADE"), index=True
+    )
+    repo: Mapped[str] = mapped_column(String(200))
+    number: Mapped[int] = mapped_column(Integer)
+    phase: Mapped[str] = mapped_column(String(40))
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    # What the worker needs (the dispatch, the issue, its pull request) as JSON.
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # The run of the current claim; a new claim after an expired lease starts a new run.
+    run_id: Mapped[str | None] = mapped_column(String(64))
+    owner: Mapped[str | None] = mapped_column(String(100))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    queued_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+    cancel_reason: Mapped[str | None] = mapped_column(String(100))

@@ -92,6 +92,16 @@ class RunStore:
             )
             return int(result.rowcount)  # type: ignore[attr-defined]
 
+    def interrupt(self, run_id: str, *, now: datetime, error: str) -> bool:
+        """Close one run left open by a replica that stopped renewing its claim."""
+        with self._sessions.begin() as session:
+            result = session.execute(
+                update(AgentRun)
+                .where(AgentRun.run_id == run_id, AgentRun.ended_at.is_(None))
+                .values(ended_at=now, outcome=INTERRUPTED, error=error)
+            )
+            return bool(result.rowcount)  # type: ignore[attr-defined]
+
     def last_session(self, issue_id: int, phase: str) -> str | None:
         """The session id the issue's latest finished turn in ``phase`` reported, if any."""
         with self._sessions() as session:

@@ -53,7 +53,11 @@ CONTEXT_FIELDS: Mapping[str, object] = MappingProxyType(
         "human_replies": (),
         "previous_findings": (),
         "bounce_history": (),
+        "do_not_change": (),
+        "previous_turn": None,
+        "rework_cycles": 0,
         "expected": (),
+        "expected_fix_summary": None,
     }
 )
 _NO_INCLUDES = frozenset({"include", "render"})

@@ -21,6 +21,7 @@ from orchestrator.domain.results import (
     ResultError,
 )
 from orchestrator.domain.snapshot import (
+    ChecksSummary,
     IssueSnapshot,
     KillSwitches,
     OperatorRequest,
@@ -98,6 +99,10 @@ def thread_keys(thread_id: str = "T1", run_id: str = "run-1") -> frozenset[str]:
             idempotency_key(ref(), K.RESOLVE_THREAD, target),
         }
     )
+
+
+def asked_again(head: str = HEAD_A, run_id: str = "run-1") -> frozenset[str]:
+    return frozenset({idempotency_key(ref(), K.REQUEST_REVIEW, f"{head}:{run_id}")})
 
 
 def committed(phase: Phase, **overrides: object) -> object:
@@ -606,7 +611,7 @@ CASES = [
         lambda: make_item(
             Phase.REWORK,
             pr=make_pr(HEAD_B, threads=(thread("T1"),)),
-            completed_effects=thread_keys(),
+            completed_effects=thread_keys() | asked_again(HEAD_B),
             last_outcome=committed(Phase.REWORK, fix_summary=fix_summary(("T1", FixStatus.FIXED))),
         ),
         to=Phase.REVIEWING,
@@ -616,7 +621,7 @@ CASES = [
         lambda: make_item(
             Phase.REWORK,
             pr=make_pr(threads=(thread("T1"),)),
-            completed_effects=thread_keys(),
+            completed_effects=thread_keys() | asked_again(),
             last_outcome=make_outcome(
                 Phase.REWORK, fix_summary=fix_summary(("T1", FixStatus.DISMISSED))
             ),
@@ -648,6 +653,45 @@ CASES = [
         ),
         policy=lambda: make_policy(pr=PRPolicy(reviewers=("bob",))),
         effects=frozenset({K.PUSH_BRANCH, K.UPDATE_PR_BODY, K.REQUEST_REVIEW}),
+    ),
+    Case(
+        "a rework contract miss is continued once at once",
+        lambda: make_item(
+            Phase.REWORK,
+            attempt=1,
+            last_outcome=make_outcome(Phase.REWORK, contract_error="T1 marked fixed, no commit"),
+        ),
+        dispatch=Phase.REWORK,
+    ),
+    Case(
+        "a second rework contract miss blocks with a comment",
+        lambda: make_item(
+            Phase.REWORK,
+            attempt=2,
+            last_outcome=make_outcome(Phase.REWORK, contract_error="T1 marked fixed, no commit"),
+        ),
+        to=Phase.BLOCKED,
+        waiting=WaitingReason.MISSING_CONTEXT,
+        effects=frozenset({K.POST_COMMENT}),
+    ),
+    Case(
+        "failing checks wait while another check runs",
+        lambda: make_item(
+            Phase.WAITING_FOR_CHECKS,
+            pr=make_pr(
+                checks=ChecksSummary(HEAD_A, failing=frozenset({"ci"}), pending=frozenset({"lint"}))
+            ),
+        ),
+        waiting=WaitingReason.CHECKS_PENDING,
+    ),
+    Case(
+        "the rework limit blocks with a summary comment",
+        lambda: make_item(
+            Phase.WAITING_FOR_CHECKS, pr=make_pr(checks=checks(state="failing")), rework_cycles=3
+        ),
+        to=Phase.BLOCKED,
+        waiting=WaitingReason.REWORK_LIMIT_EXCEEDED,
+        effects=frozenset({K.POST_COMMENT}),
     ),
     Case(
         "a missing fix summary is a failed turn",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from github import Auth, Github
@@ -9,7 +11,7 @@ from github import Auth, Github
 from orchestrator.domain.snapshot import Actor
 from orchestrator.github.client import GitHubClient, MemoryEtagCache
 from orchestrator.github.gateway import GitHubGateway
-from orchestrator.github.prstate import PRStatePoller
+from orchestrator.github.prstate import SETTLE_S, PRStatePoller
 from orchestrator.sim.testing import SimWorld, make_token, running_world
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.github_issues import GitHubIssuesTracker
@@ -57,6 +59,9 @@ def test_unchanged_poll_costs_at_most_four_units(tmp_path: Path) -> None:
             assert len(poller.poll(world.repo, numbers)) == PRS
             return _billed(world, world.bot.login) - before
 
+        # The pull requests were all just created: let their last update settle, as
+        # it has on any poll that is not the first seconds after a change.
+        time.sleep(SETTLE_S + 0.5)
         first = poll()
         second = poll()
 
@@ -96,3 +101,32 @@ def test_unchanged_poll_costs_at_most_four_units(tmp_path: Path) -> None:
         assert naive >= 800
         # The changed PR costs one full-state fetch (1 point for a single PR) on top.
         assert third <= 4 + 1
+
+
+def test_a_state_fetched_within_the_same_second_as_a_change_is_fetched_again(
+    tmp_path: Path,
+) -> None:
+    """updatedAt has one-second resolution: a fresh change may hide a second one."""
+    with running_world(tmp_path / "sim") as world:
+        control = world.control
+        control.push(world.repo, "b", {"f.txt": "1\n"}, as_user=world.human.login)
+        number = control.create_pull(world.repo, "T", "b", as_user=world.bot.login)
+        client = GitHubClient(world.url, world.bot.token)
+        clock = [datetime.now(UTC)]
+        poller = PRStatePoller(
+            client, client.cache, lambda login, t: Actor(login), clock=lambda: clock[0]
+        )
+
+        def graphql_requests() -> int:
+            return client.accounting.requests["POST /graphql"]
+
+        def full_fetched() -> bool:
+            before = graphql_requests()
+            poller.poll(world.repo, [number])
+            return graphql_requests() - before == 2  # fingerprint + full state
+
+        assert full_fetched()  # first sight
+        assert full_fetched()  # the update was too recent to trust the fingerprint
+        clock[0] += timedelta(seconds=SETTLE_S + 1)
+        assert full_fetched()  # fetched once more, now settled
+        assert not full_fetched()  # unchanged: the fingerprint alone

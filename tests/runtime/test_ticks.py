@@ -51,7 +51,13 @@ def test_status_reports_ticks_budgets_and_running_turns(tmp_path: Path, world: S
     with flow_for(tmp_path, world, scenario=scenario) as flow:
         flow.open_issue()
         flow.d.tick()
-        wait_until(lambda: any(turn.last_event for turn in flow.d.status().running))
+        # The live status sees an event before the run's row records the first one.
+        wait_until(
+            lambda: (
+                any(turn.last_event for turn in flow.d.status().running)
+                and any(run.first_event_at for run in flow.d.db.runs.running())
+            )
+        )
         status = flow.d.status()
         assert status.ticks == 1 and status.last_tick_at is not None
         assert status.rollout_mode == "merge"

@@ -12,7 +12,15 @@ from orchestrator.store.database import Database
 from orchestrator.store.engine import make_engine
 from orchestrator.store.models import Base
 
-TABLES = {"tracked_issues", "phase_events", "side_effects", "agent_runs", "leases", "http_cache"}
+TABLES = {
+    "tracked_issues",
+    "phase_events",
+    "side_effects",
+    "agent_runs",
+    "leases",
+    "http_cache",
+    "turn_claims",
+}
 
 
 def _tables(url: str) -> set[str]:

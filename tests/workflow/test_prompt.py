@@ -112,7 +112,7 @@ def test_rework_lists_threads_that_bounced_as_do_not_change() -> None:
         policy=workflow.policy,
         workspace=sample_workspace(workflow.policy),
         context={
-            "bounce_history": [{"thread": "PRRT_9", "bounces": 2}],
+            "do_not_change": [{"id": "PRRT_9", "path": "widgets/store.py", "bounces": 2}],
             "human_replies": [{"author": "maintainer", "body": "Keep it required."}],
         },
     )

@@ -1,0 +1,200 @@
+"""Turn claims between replicas: the leader queues the turns it plans, every replica runs them.
+
+The polling leader's executor queues each planned turn in the database instead
+of starting it; every replica (the leader too, at once after its tick) claims
+queued turns up to its free worker threads with a compare-and-set lease,
+renews the lease from its heartbeat while the turn runs, and closes the claim
+when the turn and the push of its commits are over. The leader counts every
+open claim as a running turn, so nothing is planned for an issue while any
+replica works on it. A cancellation is written on the claim; the replica
+holding it stops the agent at its next claim pass.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from orchestrator.agent import RepoSource
+from orchestrator.agent.turn import new_run_id
+from orchestrator.domain.actions import Dispatch
+from orchestrator.domain.phases import Phase
+from orchestrator.domain.snapshot import IssueRef, PullRequest, RunningAgent, TrackedIssue
+from orchestrator.logs import bind_context, get_logger
+from orchestrator.runtime.handoff import HandoffError, TurnInputs, decode_inputs, encode_inputs
+from orchestrator.runtime.records import RecordStore
+from orchestrator.runtime.turns import TurnJob, TurnRunner
+from orchestrator.runtime.wiring import AgentWiring, PolicyView
+from orchestrator.runtime.workers import TurnSlot, WorkerPool
+from orchestrator.store.claims import Claimed
+from orchestrator.store.database import Database
+
+log = get_logger(__name__)
+
+
+class TurnClaimer:
+    """Queues planned turns, claims them for this replica's pool, and passes cancellations on."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        records: RecordStore,
+        pool: WorkerPool,
+        replica_id: str,
+        lease_ttl: Callable[[], timedelta],
+        clock: Callable[[], datetime],
+    ) -> None:
+        self.db = db
+        self.records = records
+        self.pool = pool
+        self.replica_id = replica_id
+        self.lease_ttl = lease_ttl
+        self.clock = clock
+
+    # ------------------------------------------------------------ the leader
+
+    def queue(
+        self, dispatch: Dispatch, *, issue_id: int, issue: TrackedIssue, pr: PullRequest | None
+    ) -> bool:
+        """Queue a planned turn; False when the issue already has one open."""
+        ref = dispatch.issue
+        queued = self.db.claims.enqueue(
+            issue_id=issue_id,
+            repo=ref.repo,
+            number=ref.number,
+            phase=dispatch.phase.value,
+            attempt=dispatch.attempt,
+            payload=encode_inputs(TurnInputs(dispatch=dispatch, issue=issue, pr=pr)),
+            now=self.clock(),
+        )
+        return queued is not None
+
+    def running(self, repo: str) -> tuple[RunningAgent, ...]:
+        """Every open claim of the repository, whichever replica holds it, as running turns."""
+        local = {agent.issue: agent for agent in self.pool.running()}
+        agents = []
+        for claim in self.db.claims.open(repo):
+            ref = IssueRef(claim.repo, claim.number)
+            mine = local.get(ref)
+            agents.append(
+                RunningAgent(
+                    issue=ref,
+                    phase=Phase(claim.phase),
+                    run_id=claim.run_id or f"queued-{claim.id}",
+                    started_at=claim.claimed_at or claim.queued_at,
+                    last_event_at=mine.last_event_at if mine is not None else None,
+                )
+            )
+        return tuple(agents)
+
+    def cancel(self, ref: IssueRef, reason: str) -> bool:
+        """Stop the issue's turn wherever it runs; False when none was open."""
+        asked = self.db.claims.request_cancel(ref.repo, ref.number, reason, now=self.clock())
+        local = self.pool.cancel(ref, reason)
+        return bool(asked) or local
+
+    # ------------------------------------------------------------ every replica
+
+    def pass_cancellations(self) -> int:
+        """Stop the local turns whose claims someone asked to cancel."""
+        return sum(
+            self.pool.cancel(IssueRef(repo, number), reason)
+            for repo, number, reason in self.db.claims.cancelled(self.replica_id)
+        )
+
+    def claim_ready(
+        self, *, view: PolicyView, agents: AgentWiring, source: RepoSource, turns: TurnRunner
+    ) -> int:
+        """Claim queued turns up to the free worker threads and start them; returns how many."""
+        now = self.clock()
+        started = 0
+        for claim_id in self.db.claims.claimable(now=now, limit=self.pool.free):
+            claimed = self.db.claims.claim(
+                claim_id, self.replica_id, run_id=new_run_id(), ttl=self.lease_ttl(), now=now
+            )
+            if claimed is None:
+                continue
+            if self._start(claimed, view=view, agents=agents, source=source, turns=turns):
+                started += 1
+        return started
+
+    def _start(
+        self,
+        claimed: Claimed,
+        *,
+        view: PolicyView,
+        agents: AgentWiring,
+        source: RepoSource,
+        turns: TurnRunner,
+    ) -> bool:
+        now = self.clock()
+        bind_context(replica=self.replica_id)
+        if claimed.previous_run_id is not None:
+            # The previous holder stopped renewing its lease: its run ends here.
+            self.db.runs.interrupt(
+                claimed.previous_run_id, now=now, error="the replica running it stopped"
+            )
+            log.warning(
+                "claim_taken_over",
+                issue=claimed.number,
+                run_id=claimed.run_id,
+                previous_run_id=claimed.previous_run_id,
+            )
+        try:
+            inputs = decode_inputs(claimed.payload)
+        except HandoffError as error:
+            log.error("claim_unreadable", issue=claimed.number, error=str(error))
+            self.db.claims.finish(claimed.claim_id, self.replica_id, now=now)
+            return False
+        row = self.records.get_by_id(claimed.issue_id)
+        if row is None:
+            self.db.claims.finish(claimed.claim_id, self.replica_id, now=now)
+            return False
+        dispatch = inputs.dispatch
+        job = TurnJob(
+            dispatch=dispatch,
+            issue_id=claimed.issue_id,
+            issue=inputs.issue,
+            record=row.record,
+            pr=inputs.pr,
+            view=view,
+            agents=agents,
+            source=source,
+        )
+        slot = TurnSlot(
+            ref=dispatch.issue,
+            issue_id=claimed.issue_id,
+            phase=dispatch.phase,
+            run_id=claimed.run_id,
+            attempt=dispatch.attempt,
+            started_at=now,
+        )
+        work = functools.partial(self._work, turns, job, claimed.claim_id)
+        if not self.pool.submit(slot, work):
+            self.db.claims.release_one(claimed.claim_id, self.replica_id)
+            return False
+        log.info(
+            "turn_claimed",
+            issue=dispatch.issue.number,
+            run_id=claimed.run_id,
+            dispatched_phase=dispatch.phase.value,
+            attempt=dispatch.attempt,
+        )
+        return True
+
+    def _work(self, turns: TurnRunner, job: TurnJob, claim_id: int, slot: TurnSlot) -> None:
+        try:
+            turns.run(job, slot)
+        finally:
+            if not self.db.claims.finish(claim_id, self.replica_id, now=self.clock()):
+                log.warning("claim_lost", run_id=slot.run_id)
+
+    def renew(self) -> int:
+        """Extend the leases of the claims this replica holds (the heartbeat calls it)."""
+        return self.db.claims.renew(self.replica_id, ttl=self.lease_ttl(), now=self.clock())
+
+    def release(self) -> int:
+        """Give back the claims still held (on shutdown) so another replica continues them."""
+        return self.db.claims.release(self.replica_id)
