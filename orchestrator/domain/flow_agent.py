@@ -279,7 +279,10 @@ def _after_rework(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
     if outcome.committed and not _pushed(ctx, outcome):
         assert outcome.head_after is not None
         pending.append(effects.push_branch(ctx, outcome.head_after, "rework"))
-    bounces = bounce_counts(ctx.record.thread_history, pr.threads)
+    # The finished turn's own answers are already the newest iteration of the history.
+    history = ctx.record.thread_history
+    this_turn = max((entry.iteration for entry in history), default=None)
+    bounces = bounce_counts(history, pr.threads, before_iteration=this_turn)
     evaluation = evaluate_fix_summary(
         summary,
         pr.threads,

@@ -170,15 +170,22 @@ def thread_key(path: str | None, body: str) -> tuple[str, str]:
 
 
 def bounce_counts(
-    history: Iterable[ThreadHistoryEntry], threads: Iterable[ReviewThread]
+    history: Iterable[ThreadHistoryEntry],
+    threads: Iterable[ReviewThread],
+    *,
+    before_iteration: int | None = None,
 ) -> Mapping[str, int]:
     """For each open thread, how often a matching thread marked fixed came back.
 
     Every earlier iteration in which a thread with the same key was marked fixed
-    counts once: the open thread now is that comment returning.
+    counts once: the open thread now is that comment returning. When judging a
+    turn whose own entries are already in the history, ``before_iteration`` (that
+    turn's iteration) keeps the turn from counting its own fix.
     """
     fixed_iterations: dict[tuple[str, str], set[int]] = {}
     for entry in history:
+        if before_iteration is not None and entry.iteration >= before_iteration:
+            continue
         if entry.status is FixStatus.FIXED:
             key = thread_key(entry.path, entry.body)
             fixed_iterations.setdefault(key, set()).add(entry.iteration)

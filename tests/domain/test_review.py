@@ -117,6 +117,14 @@ def test_a_fixed_thread_coming_back_counts_as_a_bounce() -> None:
     assert bouncing_threads(twice, current, POLICY) == {"T9"}
 
 
+def test_a_finished_turn_does_not_count_its_own_fix_as_a_bounce() -> None:
+    # Iteration 2 is the turn being judged: its answer is already in the history.
+    history = _history((1, FixStatus.FIXED), (2, FixStatus.FIXED))
+    current = [thread("T9")]
+    assert bounce_counts(history, current, before_iteration=2) == {"T9": 1}
+    assert bounce_counts(history, current, before_iteration=1) == {}
+
+
 def test_non_fixed_statuses_other_files_and_resolved_threads_do_not_bounce() -> None:
     history = _history((1, FixStatus.DISMISSED), (2, FixStatus.UNCERTAIN), (3, None))
     assert bounce_counts(history, [thread("T9")]) == {}

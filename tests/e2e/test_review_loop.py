@@ -411,3 +411,62 @@ def test_rework_limit_blocks_with_a_summary_comment(tmp_path: Path, world: SimWo
         (summary,) = flow.bot_comments(number, "<!-- orchestrator-rework-limit -->")
         assert "Rework limit reached" in summary["body"]
         assert "Failing checks: ci" in summary["body"]
+
+
+def test_two_reviewer_ping_pong_stops_at_the_bounce_threshold(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    """Two bots ask for opposite changes; the thread is escalated, not fixed forever."""
+    policy = {
+        "review": {"enabled": False, "bounce_threshold": 2},
+        "orchestration": {"max_rework_cycles": 10},
+    }
+    with flow_for(tmp_path, world, policy=policy) as flow:
+        number = flow.open_issue()
+        pr = waiting_for_human_with_pr(flow, number)
+        optional_bot, required_bot = bot(world, "style-bot"), bot(world, "schema-bot")
+        optional, required = "Make the name field optional.", "Make the name field required."
+        rounds = [
+            (optional_bot, optional),
+            (required_bot, required),
+            (optional_bot, optional),
+            (required_bot, required),
+        ]
+        for who, body in rounds:
+            (thread,) = comment_on(flow, pr, who, body)
+            set_rework(
+                flow,
+                {
+                    "steps": fix_steps(
+                        flow,
+                        [{"thread": thread, "status": "fixed", "message": body, "commit": "HEAD"}],
+                    )
+                },
+            )
+            flow.run_to_phase(number, "rework")
+            before = flow.head(pr)
+            flow.run(lambda: flow.head(pr) != before, what="the fix is pushed")  # noqa: B023
+            flow.check(pr, "success")
+            flow.run(
+                lambda: (
+                    flow.phase(number) == "waiting_for_human"
+                    and threads(flow, pr)[thread]["resolved"]  # noqa: B023
+                ),
+                what="the thread is answered and resolved",
+            )
+        cycles_before = rework_runs(flow)
+
+        # "Optional" comes back a second time after being fixed: a human decides now.
+        (third,) = comment_on(flow, pr, optional_bot, optional)
+        flow.run(
+            lambda: threads(flow, pr)[third]["replies"] != [],
+            what="the bouncing thread is answered",
+        )
+        flow.idle_ticks(3)
+        state = threads(flow, pr)[third]
+        assert state["replies"][0].startswith("Needs a human decision")
+        assert state["resolved"] is False
+        assert flow.phase(number) == "waiting_for_human"
+        assert rework_runs(flow) == cycles_before
+        record = flow.record(number)
+        assert record is not None and record.rework_cycles == 4
