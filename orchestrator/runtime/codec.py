@@ -107,6 +107,17 @@ def decode_workpad(document: Mapping[str, Any]) -> WorkpadRecord:
     return value
 
 
+def encode_value(value: Any) -> Any:
+    """A value made of the domain's frozen dataclasses, enums, timestamps and
+    collections, as JSON data (dataclasses carry their name under ``__type__``)."""
+    return _encode(value)
+
+
+def decode_value(document: Any, hint: Any, where: str) -> Any:
+    """The value of type ``hint`` written as ``document``; CodecError names ``where``."""
+    return _decode(document, hint, where)
+
+
 def _encode(value: Any) -> Any:
     if isinstance(value, Enum):
         return value.value
@@ -184,13 +195,13 @@ def _decode_union(value: Any, options: tuple[Any, ...], where: str) -> Any:
             return None
         raise CodecError(f"{where}: missing value")
     candidates = [option for option in options if option is not type(None)]
+    if len(candidates) == 1:
+        return _decode(value, candidates[0], where)
     if isinstance(value, dict) and TYPE_KEY in value:
         cls = _CLASSES.get(str(value[TYPE_KEY]))
         if cls is None or not any(isinstance(o, type) and issubclass(cls, o) for o in candidates):
             raise CodecError(f"{where}: unexpected type {value[TYPE_KEY]!r}")
         return _decode_dataclass(value, cls, where)
-    if len(candidates) == 1:
-        return _decode(value, candidates[0], where)
     for option in candidates:
         try:
             return _decode(value, option, where)
