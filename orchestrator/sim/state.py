@@ -14,10 +14,10 @@ import itertools
 import json
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from orchestrator.sim.clock import Clock, format_time, system_clock
 from orchestrator.sim.errors import NotFound, Unprocessable
@@ -75,6 +75,10 @@ MergeabilityProbe = Callable[[Repo, str, str], bool | None]
 _DEFAULT_LABEL_COLOR = "ededed"
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+
+
 @dataclass(frozen=True, slots=True)
 class InlineComment:
     """An inline comment submitted with a review: it opens a new review thread."""
@@ -119,6 +123,14 @@ class SimState:
         with self.lock:
             self._last_id = next(self._ids)
             return self._last_id
+
+    def _lookup(self, table: Mapping[K, V], key: K, what: str) -> V:
+        """``table[key]`` read under the lock, or NotFound naming ``what``."""
+        with self.lock:
+            found = table.get(key)
+        if found is None:
+            raise NotFound(what)
+        return found
 
     def _touch(self) -> None:
         self.version += 1
@@ -304,19 +316,11 @@ class SimState:
 
     def issue(self, repo: Repo, number: int) -> Issue:
         """The issue (or pull request's issue half) with this number; NotFound otherwise."""
-        with self.lock:
-            found = repo.issues.get(number)
-            if found is None:
-                raise NotFound(f"issue {repo.full_name}#{number}")
-            return found
+        return self._lookup(repo.issues, number, f"issue {repo.full_name}#{number}")
 
     def pull(self, repo: Repo, number: int) -> PullRequest:
         """The pull request with this number; NotFound for a plain issue or a missing number."""
-        with self.lock:
-            found = repo.pulls.get(number)
-            if found is None:
-                raise NotFound(f"pull request {repo.full_name}#{number}")
-            return found
+        return self._lookup(repo.pulls, number, f"pull request {repo.full_name}#{number}")
 
     def _new_number(self, repo: Repo) -> int:
         number = repo.next_number
@@ -539,11 +543,7 @@ class SimState:
             return comment
 
     def comment(self, repo: Repo, comment_id: int) -> IssueComment:
-        with self.lock:
-            found = repo.comments.get(comment_id)
-            if found is None:
-                raise NotFound(f"comment {comment_id}")
-            return found
+        return self._lookup(repo.comments, comment_id, f"comment {comment_id}")
 
     def update_comment(self, repo: Repo, comment_id: int, body: str) -> IssueComment:
         """Replace a comment's body."""
@@ -962,11 +962,7 @@ class SimState:
             return comment
 
     def thread(self, repo: Repo, thread_id: int) -> ReviewThread:
-        with self.lock:
-            found = repo.threads.get(thread_id)
-            if found is None:
-                raise NotFound(f"review thread {thread_id}")
-            return found
+        return self._lookup(repo.threads, thread_id, f"review thread {thread_id}")
 
     def resolve_thread(
         self, repo: Repo, thread_id: int, actor: str, resolved: bool = True
@@ -1061,9 +1057,7 @@ class SimState:
         with self.lock:
             now = self.now()
             if check_run_id is not None:
-                run = repo.check_runs.get(check_run_id)
-                if run is None:
-                    raise NotFound(f"check run {check_run_id}")
+                run = self.find_check_run(repo, check_run_id)
             else:
                 ident = self.new_id()
                 run = CheckRun(
@@ -1107,11 +1101,7 @@ class SimState:
             return list(newest.values())
 
     def find_check_run(self, repo: Repo, check_run_id: int) -> CheckRun:
-        with self.lock:
-            run = repo.check_runs.get(check_run_id)
-            if run is None:
-                raise NotFound(f"check run {check_run_id}")
-            return run
+        return self._lookup(repo.check_runs, check_run_id, f"check run {check_run_id}")
 
     def check_run_for_job(self, repo: Repo, job_id: int) -> CheckRun:
         """The check run tied to a CI job id; NotFound otherwise."""
