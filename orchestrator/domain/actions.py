@@ -13,7 +13,7 @@ from enum import StrEnum
 from types import MappingProxyType
 
 from orchestrator.domain.phases import Phase, RolloutMode, WaitingReason
-from orchestrator.domain.snapshot import IssueRef
+from orchestrator.domain.snapshot import HeadSighting, IssueRef
 from orchestrator.domain.workpad import Observation
 
 # JSON-compatible payload values.
@@ -106,6 +106,8 @@ class Observe:
     issue: IssueRef
     observation: Observation
     waiting_reason: WaitingReason | None = None
+    # The pull request head and since when it is known, kept in the record.
+    head_seen: HeadSighting | None = None
 
 
 Action = Dispatch | Transition | SideEffect | Cancel | Observe

@@ -6,11 +6,12 @@ from datetime import datetime
 
 from orchestrator.domain.actions import SideEffect, SideEffectKind, side_effect
 from orchestrator.domain.flow import IssueContext
+from orchestrator.domain.gates import stale_approval_labels
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import TrackerState
 from orchestrator.domain.results import GITHUB_BODY_LIMIT, BlockedQuestion, PRDescription, Review
 from orchestrator.domain.review import ThreadReply, render_review_comment
-from orchestrator.domain.snapshot import AgentOutcome, PullRequest
+from orchestrator.domain.snapshot import AgentOutcome, PRStatus, PullRequest
 
 BLOCKED_COMMENT_MARKER = "<!-- orchestrator-blocked-question -->"
 
@@ -226,6 +227,45 @@ def state_labels(ctx: IssueContext) -> SideEffect | None:
         add=(wanted,),
         remove=remove,
     )
+
+
+def withdraw_stale_approvals(ctx: IssueContext) -> list[SideEffect]:
+    """Remove approval labels given before the current head appeared, and ask for a new one.
+
+    An approval covers only the head it was given on: once the head moved (a
+    rework push, a human's push, a rebase), the label no longer authorizes a
+    merge, so it is taken off where it is (issue or pull request) and the humans
+    are asked to approve the new head.
+    """
+    pr = ctx.pr
+    if pr is None or pr.status is not PRStatus.OPEN:
+        return []
+    stale = stale_approval_labels(ctx.item, ctx.policy)
+    if not stale:
+        return []
+    found: list[SideEffect] = []
+    for place, label, event in stale:
+        number = pr.number if place == "pr" else ctx.ref.number
+        found.append(
+            side_effect(
+                ctx.ref,
+                SideEffectKind.SET_LABELS,
+                f"stale-approval:{place}:{label}:{_stamp(event.at)}:{pr.head_sha}",
+                remove=(label,),
+                on_number=number,
+            )
+        )
+    labels = ", ".join(f"`{label}`" for _, label, _ in stale)
+    found.append(
+        post_comment(
+            ctx,
+            f"approval-withdrawn:{pr.head_sha}",
+            f"The approval ({labels}) was given before the pull request's head became "
+            f"{pr.head_sha[:12]}, so it does not cover that commit and was removed. "
+            "Please review the new head and approve it again.",
+        )
+    )
+    return found
 
 
 def _stamp(moment: datetime) -> str:

@@ -17,6 +17,7 @@ from orchestrator.domain.policy import ApprovalSource, FlowPolicy
 from orchestrator.domain.snapshot import (
     Actor,
     ChecksSummary,
+    HeadSighting,
     IssueSnapshot,
     KillSwitches,
     LabelAction,
@@ -131,48 +132,122 @@ def checks_state(checks: ChecksSummary | None, head_sha: str, required: Iterable
     return PASS
 
 
-def _label_added_by_human(label: str, events: Iterable[LabelEvent], self_login: str | None) -> bool:
+def _latest_event(label: str, events: Iterable[LabelEvent]) -> LabelEvent | None:
     latest: LabelEvent | None = None
     for event in events:
         if event.label == label and (latest is None or event.at >= latest.at):
             latest = event
+    return latest
+
+
+def head_sighting(item: IssueSnapshot) -> HeadSighting | None:
+    """Since when the pull request's current head is known (GitHub's clock), if it is known.
+
+    The record's sighting holds while the head is the same; a head the record has
+    not seen yet dates from this read's ``updatedAt``, which is never earlier than
+    the push that made it the head.
+    """
+    pr = item.pr
+    if pr is None or not pr.head_sha:
+        return None
+    seen = item.record.head_seen if item.record is not None else None
+    if seen is not None and seen.sha == pr.head_sha:
+        return seen
+    if pr.updated_at is None:
+        return None
+    return HeadSighting(pr.head_sha, pr.updated_at)
+
+
+def _label_approves_head(
+    label: str,
+    events: Iterable[LabelEvent],
+    self_login: str | None,
+    sighting: HeadSighting | None,
+) -> bool:
+    latest = _latest_event(label, events)
     return (
         latest is not None
+        and sighting is not None
         and latest.action is LabelAction.ADDED
+        and latest.at > sighting.since
         and qualifies_as_human(latest.actor, self_login)
     )
 
 
+def _label_places(item: IssueSnapshot) -> list[tuple[str, frozenset[str], tuple[LabelEvent, ...]]]:
+    places = [("issue", item.issue.labels, item.issue.label_events)]
+    if item.pr is not None:
+        places.append(("pr", item.pr.labels, item.pr.label_events))
+    return places
+
+
 def approved_by_label(item: IssueSnapshot, policy: FlowPolicy, self_login: str | None) -> bool:
-    """An approval label is present and its latest addition was by a qualified human."""
+    """An approval label is present, added by a qualified human after the current head appeared."""
     wanted = policy.approval_labels
     pr_labels = item.pr.labels if item.pr is not None else frozenset()
     if wanted.isdisjoint(item.issue.labels) and wanted.isdisjoint(pr_labels):
         return False
-    for label in wanted:
-        if label in item.issue.labels and _label_added_by_human(
-            label, item.issue.label_events, self_login
-        ):
-            return True
-        if (
-            item.pr is not None
-            and label in item.pr.labels
-            and _label_added_by_human(label, item.pr.label_events, self_login)
-        ):
-            return True
+    sighting = head_sighting(item)
+    for _, labels, events in _label_places(item):
+        for label in wanted & labels:
+            if _label_approves_head(label, events, self_login, sighting):
+                return True
     return False
 
 
-def approved_by_review(pr: PullRequest | None, self_login: str | None) -> bool:
-    """A qualified human's latest review approves exactly the current head."""
-    if pr is None or not pr.reviews:
-        return False
+def stale_approval_labels(
+    item: IssueSnapshot, policy: FlowPolicy
+) -> tuple[tuple[str, str, LabelEvent], ...]:
+    """Approval labels still present although they were added before the current head appeared.
+
+    Each entry is (``"issue"`` or ``"pr"``, the label, its latest addition). Only labels
+    whose addition was read are listed: an unreadable event history never removes a label.
+    """
+    sighting = head_sighting(item)
+    if sighting is None:
+        return ()
+    stale = []
+    for place, labels, events in _label_places(item):
+        for label in sorted(policy.approval_labels & labels):
+            latest = _latest_event(label, events)
+            if (
+                latest is not None
+                and latest.action is LabelAction.ADDED
+                and latest.at <= sighting.since
+            ):
+                stale.append((place, label, latest))
+    return tuple(stale)
+
+
+def _latest_verdicts(
+    pr: PullRequest, self_login: str | None
+) -> dict[str, tuple[ReviewVerdict, str]]:
+    """Each qualified human's latest verdict (comments aside) and the commit it was given on."""
     latest: dict[str, tuple[ReviewVerdict, str]] = {}
     for review in sorted(pr.reviews, key=lambda r: r.submitted_at):
         if review.verdict is ReviewVerdict.COMMENTED:
             continue
         if qualifies_as_human(review.author, self_login):
             latest[review.author.login.lower()] = (review.verdict, review.commit_sha)
+    return latest
+
+
+def outstanding_change_requests(pr: PullRequest | None, self_login: str | None) -> frozenset[str]:
+    """Writers whose latest verdict, on any head, requests changes (not approved, not dismissed)."""
+    if pr is None or not pr.reviews:
+        return frozenset()
+    return frozenset(
+        login
+        for login, (verdict, _) in _latest_verdicts(pr, self_login).items()
+        if verdict is ReviewVerdict.CHANGES_REQUESTED
+    )
+
+
+def approved_by_review(pr: PullRequest | None, self_login: str | None) -> bool:
+    """A qualified human's latest review approves exactly the current head."""
+    if pr is None or not pr.reviews:
+        return False
+    latest = _latest_verdicts(pr, self_login)
     approvals = [sha for verdict, sha in latest.values() if verdict is ReviewVerdict.APPROVED]
     blocked = any(v is ReviewVerdict.CHANGES_REQUESTED for v, _ in latest.values())
     return not blocked and pr.head_sha in approvals
@@ -181,7 +256,16 @@ def approved_by_review(pr: PullRequest | None, self_login: str | None) -> bool:
 def human_approval_gate(
     item: IssueSnapshot, policy: FlowPolicy, self_login: str | None
 ) -> GateValue:
-    """Pass when the approval policy's source shows a qualified human's approval."""
+    """Pass when the approval policy's source shows a qualified human's approval of this head.
+
+    A writer's outstanding change request, or a review list that could not be read to
+    the end, keeps the gate from passing whatever the approval source.
+    """
+    pr = item.pr
+    if pr is not None and (
+        "reviews" in pr.incomplete or outstanding_change_requests(pr, self_login)
+    ):
+        return REQUIRED
     if not policy.merge.require_human_approval:
         return NOT_APPLICABLE
     source = policy.merge.approval_source
@@ -190,7 +274,7 @@ def human_approval_gate(
     ):
         return PASS
     if source in (ApprovalSource.REVIEW, ApprovalSource.LABEL_OR_REVIEW) and approved_by_review(
-        item.pr, self_login
+        pr, self_login
     ):
         return PASS
     return REQUIRED
@@ -227,13 +311,19 @@ def evaluate_gates(
     merge = policy.merge
     if not merge.require_green_checks:
         checks = NOT_APPLICABLE
-    elif pr is None:
+    elif pr is None or "checks" in pr.incomplete:
         checks = PENDING
     else:
         checks = checks_state(pr.checks, pr.head_sha, merge.required_checks)
 
-    # mergeability: GitHub's flag, pending while unknown or once the PR is no longer open.
-    if pr is None or pr.status is not PRStatus.OPEN or pr.mergeable is None:
+    # mergeability: GitHub's flag, pending while unknown, while the review threads could
+    # not all be read, or once the PR is no longer open.
+    if (
+        pr is None
+        or pr.status is not PRStatus.OPEN
+        or pr.mergeable is None
+        or "threads" in pr.incomplete
+    ):
         mergeability = PENDING
     else:
         mergeability = PASS if pr.mergeable else FAIL

@@ -27,7 +27,7 @@ from orchestrator.domain.flow_agent import decide_agent_phase
 from orchestrator.domain.flow_blocked import decide_blocked
 from orchestrator.domain.flow_merge import decide_merging, decide_ready_to_merge
 from orchestrator.domain.flow_waiting import decide_waiting
-from orchestrator.domain.gates import FAIL, PASS, Gates, evaluate_gates
+from orchestrator.domain.gates import FAIL, PASS, Gates, evaluate_gates, head_sighting
 from orchestrator.domain.phases import AGENT_PHASES, Phase, RolloutMode, WaitingReason, is_allowed
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.record_updates import apply_transition, new_record
@@ -93,7 +93,14 @@ def plan(snapshot: Snapshot, policy: FlowPolicy, now: datetime) -> list[Action]:
         workpad = _workpad_effect(entry, observation, policy, now)
         if workpad is not None:
             changes.append(workpad)
-        observes.append(Observe(entry.item.ref, observation, decision.waiting_reason))
+        observes.append(
+            Observe(
+                entry.item.ref,
+                observation,
+                decision.waiting_reason,
+                head_seen=head_sighting(entry.item),
+            )
+        )
     return cancels + changes + dispatches + observes
 
 
@@ -186,6 +193,9 @@ def _decide(
     labels = effects.state_labels(ctx) if decision.transition is None else None
     if labels is not None and not ctx.completed(labels.idempotency_key):
         decision.effects.append(labels)
+    for stale in effects.withdraw_stale_approvals(ctx):
+        if not ctx.completed(stale.idempotency_key):
+            decision.effects.append(stale)
     return decision, True
 
 

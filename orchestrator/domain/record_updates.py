@@ -182,8 +182,13 @@ def _after_review_comment(
 
 
 def apply_observation(record: StoredRecord, observe: Observe) -> StoredRecord:
-    """The record with the planner's latest observation in its workpad."""
-    return replace(record, workpad=replace(record.workpad, observation=observe.observation))
+    """The record with the planner's latest observation in its workpad, and the head it saw."""
+    head_seen = observe.head_seen if observe.head_seen is not None else record.head_seen
+    return replace(
+        record,
+        workpad=replace(record.workpad, observation=observe.observation),
+        head_seen=head_seen,
+    )
 
 
 def record_outcome(

@@ -139,6 +139,21 @@ class OperatorRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class HeadSighting:
+    """When the runtime first saw a pull request head, on GitHub's clock.
+
+    ``since`` is the pull request's ``updatedAt`` in the first read that showed
+    ``sha``: GitHub moved it when the head was pushed, so it is never earlier
+    than the push. An approval label counts for the head only when it was added
+    strictly later, which keeps an approval given on an older head from covering
+    code pushed after it, whoever pushed it.
+    """
+
+    sha: str
+    since: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class StoredRecord:
     """The store's row for an issue: the working copy of the flow state."""
 
@@ -159,6 +174,9 @@ class StoredRecord:
     completed_effects: frozenset[str] = frozenset()
     # The record as last written to the workpad comment (None: never written).
     mirrored_workpad: WorkpadRecord | None = None
+    # The pull request head the runtime saw last, and since when (kept in the database only:
+    # it authorizes approvals, so it is never read back from the editable workpad comment).
+    head_seen: HeadSighting | None = None
 
 
 class PRStatus(StrEnum):
@@ -248,6 +266,12 @@ class PullRequest:
     label_events: tuple[LabelEvent, ...] = ()
     merge_commit_sha: str | None = None
     head_branch: str | None = None
+    # GitHub's updatedAt of the pull request when it was read (None: not reported).
+    updated_at: datetime | None = None
+    # Lists a decision depends on that could not be read to the end, or whose
+    # pieces disagree ("checks", "reviews", "threads"): the gates fail closed on them.
+    incomplete: frozenset[str] = frozenset()
+    is_draft: bool = False
 
 
 @dataclass(frozen=True, slots=True)

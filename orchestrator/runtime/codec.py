@@ -30,6 +30,7 @@ from orchestrator.domain.results import (
 )
 from orchestrator.domain.snapshot import (
     AgentOutcome,
+    HeadSighting,
     OperatorRequest,
     StoredRecord,
     ThreadHistoryEntry,
@@ -52,6 +53,7 @@ _CLASSES: Mapping[str, type[Any]] = MappingProxyType(
         cls.__name__: cls
         for cls in (
             StoredRecord,
+            HeadSighting,
             WorkpadRecord,
             PRRef,
             ReviewState,

@@ -302,9 +302,11 @@ class GitHubWrites:
     def _set_labels(
         self, effect: SideEffect, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
+        # A label on the pull request (``on_number``) or, by default, on the issue.
+        number = effect.payload.get("on_number")
         result = self.github.gateway.set_issue_labels(
             target.repo,
-            target.number,
+            number if isinstance(number, int) and number > 0 else target.number,
             add=_names(effect.payload, "add"),
             remove=_names(effect.payload, "remove"),
         )

@@ -36,6 +36,8 @@ from orchestrator.domain.workpad import PRRef, ReviewState, WorkpadRecord
 
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
 EARLIER = NOW - timedelta(hours=1)
+# When the pull request's head was pushed (its updatedAt in the read that first showed it).
+HEAD_PUSHED = EARLIER - timedelta(minutes=30)
 REPO = "acme/app"
 SELF = "orchestrator-bot"
 HUMAN = Actor("alice", can_write=True)
@@ -110,6 +112,7 @@ def make_pr(head: str = HEAD_A, **overrides: Any) -> PullRequest:
         "mergeable": True,
         "checks": checks(head),
         "head_branch": "orchestrator/issue-1",
+        "updated_at": HEAD_PUSHED,
     }
     values.update(overrides)
     return PullRequest(**values)

@@ -13,6 +13,7 @@ from orchestrator.domain.policy import ApprovalSource, FlowPolicy, MergePolicy, 
 from orchestrator.domain.snapshot import (
     Actor,
     ChecksSummary,
+    HeadSighting,
     IssueSnapshot,
     KillSwitches,
     LabelAction,
@@ -23,8 +24,10 @@ from orchestrator.domain.snapshot import (
 )
 from tests.domain.builders import (
     APPROVAL,
+    EARLIER,
     HEAD_A,
     HEAD_B,
+    HEAD_PUSHED,
     HUMAN,
     NOW,
     OWNED,
@@ -223,6 +226,127 @@ ROWS = [
         ),
         GateName.HUMAN_APPROVAL,
         REQUIRED,
+    ),
+    Row(
+        "approval label added before the current head was pushed is required",
+        lambda: make_item(
+            Phase.WAITING_FOR_HUMAN,
+            issue=approved_issue(),
+            pr=make_pr(updated_at=NOW),
+        ),
+        GateName.HUMAN_APPROVAL,
+        REQUIRED,
+    ),
+    Row(
+        "approval label added in the same second as the head appeared is required",
+        lambda: make_item(
+            Phase.WAITING_FOR_HUMAN, issue=approved_issue(), pr=make_pr(updated_at=EARLIER)
+        ),
+        GateName.HUMAN_APPROVAL,
+        REQUIRED,
+    ),
+    Row(
+        "approval label counts from the head's first sighting, not from later updates",
+        lambda: make_item(
+            Phase.WAITING_FOR_HUMAN,
+            issue=approved_issue(),
+            pr=make_pr(updated_at=NOW),
+            head_seen=HeadSighting(HEAD_A, HEAD_PUSHED),
+        ),
+        GateName.HUMAN_APPROVAL,
+        PASS,
+    ),
+    Row(
+        "a sighting of an older head does not date the new one",
+        lambda: make_item(
+            Phase.WAITING_FOR_HUMAN,
+            issue=approved_issue(),
+            pr=make_pr(HEAD_B, checks=checks(HEAD_B), updated_at=NOW),
+            head_seen=HeadSighting(HEAD_A, HEAD_PUSHED),
+        ),
+        GateName.HUMAN_APPROVAL,
+        REQUIRED,
+    ),
+    Row(
+        "approval label without a known head time is required",
+        lambda: make_item(
+            Phase.WAITING_FOR_HUMAN, issue=approved_issue(), pr=make_pr(updated_at=None)
+        ),
+        GateName.HUMAN_APPROVAL,
+        REQUIRED,
+    ),
+    Row(
+        "a writer's change request on an older head blocks a label approval",
+        lambda: make_item(
+            Phase.WAITING_FOR_HUMAN,
+            issue=approved_issue(),
+            pr=make_pr(
+                reviews=(PRReview(HUMAN, ReviewVerdict.CHANGES_REQUESTED, HEAD_B, EARLIER),)
+            ),
+        ),
+        GateName.HUMAN_APPROVAL,
+        REQUIRED,
+    ),
+    Row(
+        "a writer's change request blocks even without an approval requirement",
+        lambda: make_item(
+            Phase.WAITING_FOR_HUMAN,
+            pr=make_pr(
+                reviews=(PRReview(HUMAN, ReviewVerdict.CHANGES_REQUESTED, HEAD_A, EARLIER),)
+            ),
+        ),
+        GateName.HUMAN_APPROVAL,
+        REQUIRED,
+        policy=lambda: make_policy(merge=MergePolicy(require_human_approval=False)),
+    ),
+    Row(
+        "a dismissed change request no longer blocks",
+        lambda: make_item(
+            Phase.WAITING_FOR_HUMAN,
+            issue=approved_issue(),
+            pr=make_pr(
+                reviews=(
+                    PRReview(HUMAN, ReviewVerdict.CHANGES_REQUESTED, HEAD_B, EARLIER),
+                    PRReview(HUMAN, ReviewVerdict.DISMISSED, HEAD_B, NOW),
+                )
+            ),
+        ),
+        GateName.HUMAN_APPROVAL,
+        PASS,
+    ),
+    Row(
+        "a bot's change request does not block",
+        lambda: make_item(
+            Phase.WAITING_FOR_HUMAN,
+            issue=approved_issue(),
+            pr=make_pr(
+                reviews=(PRReview(REVIEW_BOT, ReviewVerdict.CHANGES_REQUESTED, HEAD_A, EARLIER),)
+            ),
+        ),
+        GateName.HUMAN_APPROVAL,
+        PASS,
+    ),
+    Row(
+        "reviews not read to the end fail closed",
+        lambda: make_item(
+            Phase.WAITING_FOR_HUMAN,
+            issue=approved_issue(),
+            pr=make_pr(incomplete=frozenset({"reviews"})),
+        ),
+        GateName.HUMAN_APPROVAL,
+        REQUIRED,
+    ),
+    Row(
+        "checks not read to the end are pending",
+        lambda: make_item(Phase.WAITING_FOR_CHECKS, pr=make_pr(incomplete=frozenset({"checks"}))),
+        GateName.CHECKS,
+        PENDING,
+    ),
+    Row(
+        "threads not read to the end keep mergeability pending",
+        lambda: make_item(Phase.WAITING_FOR_CHECKS, pr=make_pr(incomplete=frozenset({"threads"}))),
+        GateName.MERGEABILITY,
+        PENDING,
     ),
     Row(
         "approval label on the pull request counts",

@@ -32,6 +32,8 @@ from orchestrator.domain.results import FixStatus
 from orchestrator.domain.snapshot import (
     ChecksSummary,
     IssueSnapshot,
+    LabelAction,
+    LabelEvent,
     OutcomeKind,
     PRStatus,
     PullRequest,
@@ -40,9 +42,11 @@ from orchestrator.domain.snapshot import (
 )
 from orchestrator.domain.workpad import MergeState, WorkpadStatus, parse_workpad, render_workpad
 from tests.domain.builders import (
+    APPROVAL,
     EARLIER,
     HEAD_A,
     HEAD_B,
+    HUMAN,
     NOW,
     OWNED,
     SELF,
@@ -253,7 +257,7 @@ class Walk:
     def __init__(self, policy: FlowPolicy) -> None:
         self.policy = policy
         self.now = NOW
-        self.issue = approved_issue()
+        self.issue = make_issue()
         self.record: StoredRecord | None = None
         self.pr: PullRequest | None = None
         self.remote: str | None = None
@@ -289,10 +293,12 @@ class Walk:
         if effect.kind is SideEffectKind.PUSH_BRANCH:
             self.remote = str(payload["head_sha"])
             if self.pr is not None:
-                self.pr = replace(self.pr, head_sha=self.remote, checks=None)
+                self.pr = replace(self.pr, head_sha=self.remote, checks=None, updated_at=self.now)
         elif effect.kind is SideEffectKind.CREATE_PR:
             assert self.remote is not None
-            self.pr = PullRequest(10, "https://x/pull/10", self.remote, mergeable=True)
+            self.pr = PullRequest(
+                10, "https://x/pull/10", self.remote, mergeable=True, updated_at=self.now
+            )
             return EffectResult(ok=True, data={"number": 10, "url": "https://x/pull/10"})
         elif effect.kind is SideEffectKind.MERGE_PR:
             assert self.pr is not None and self.pr.head_sha == payload["head_sha"]
@@ -324,6 +330,14 @@ class Walk:
         assert self.pr is not None
         self.pr = replace(self.pr, checks=ChecksSummary(self.pr.head_sha, frozenset({"ci"})))
 
+    def approve(self) -> None:
+        """A writer adds the approval label now, after the current head was pushed."""
+        self.now += timedelta(seconds=5)
+        event = LabelEvent(APPROVAL, LabelAction.ADDED, HUMAN, self.now)
+        self.issue = replace(
+            self.issue, labels=self.issue.labels | {APPROVAL}, label_events=(event,)
+        )
+
 
 def test_a_full_run_reviews_fixes_merges_and_closes() -> None:
     walk = Walk(make_policy(review=ReviewPolicy(max_passes=2)))
@@ -340,6 +354,7 @@ def test_a_full_run_reviews_fixes_merges_and_closes() -> None:
     walk.tick()  # push the fix, persist pass 2
     walk.tick()  # -> waiting_for_checks
     walk.green()
+    walk.approve()
     for _ in range(5):
         walk.tick()
     assert walk.record is not None

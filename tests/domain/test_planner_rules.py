@@ -563,12 +563,23 @@ CASES = [
         to=Phase.REWORK,
     ),
     Case(
-        "changes requested on an older head are not new",
+        "a writer's change request on an older head is no rework but still blocks the merge",
         lambda: make_item(
             Phase.WAITING_FOR_HUMAN,
             issue=approved_issue(),
             pr=make_pr(
                 reviews=(PRReview(HUMAN, ReviewVerdict.CHANGES_REQUESTED, HEAD_C, EARLIER),)
+            ),
+        ),
+        to=None,
+    ),
+    Case(
+        "a reader's change request does not block the merge",
+        lambda: make_item(
+            Phase.WAITING_FOR_HUMAN,
+            issue=approved_issue(),
+            pr=make_pr(
+                reviews=(PRReview(READER, ReviewVerdict.CHANGES_REQUESTED, HEAD_A, EARLIER),)
             ),
         ),
         to=Phase.READY_TO_MERGE,
