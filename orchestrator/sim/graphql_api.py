@@ -2,20 +2,19 @@
 
 A request is parsed, validated against GitHub's published schema (so a field
 GitHub does not have is refused the way GitHub refuses it), then against the
-emulated subset below (so a valid GitHub field the emulator does not model is
-refused by name instead of answered wrongly), checked against GitHub's
-pagination and node limits, charged at the points of GitHub's formula, and
-executed by graphql-core with resolvers over `SimState`.
+emulated subset (`orchestrator.sim.graphql_schema`, so a valid GitHub field the
+emulator does not model is refused by name instead of answered wrongly),
+checked against GitHub's pagination and node limits, charged at the points of
+GitHub's formula, and executed by graphql-core with the resolvers of
+`graphql_pulls`, `graphql_reviews`, `graphql_checks` and `graphql_mutations`.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
@@ -25,10 +24,8 @@ from graphql import (
     ExecutionResult,
     GraphQLError,
     GraphQLResolveInfo,
-    GraphQLSchema,
     OperationDefinitionNode,
     OperationType,
-    build_schema,
     execute,
     parse,
     validate,
@@ -37,423 +34,43 @@ from graphql.error import GraphQLSyntaxError
 from graphql.execution.values import get_variable_values
 
 from orchestrator.logs import get_logger
-from orchestrator.sim.billing import Billing, RateSnapshot
-from orchestrator.sim.clock import format_time
+from orchestrator.sim import graphql_checks, graphql_mutations, graphql_pulls, graphql_reviews
+from orchestrator.sim.billing import Billing
 from orchestrator.sim.errors import Forbidden, NotFound, SimError
 from orchestrator.sim.graphql_cost import (
     MAX_NODES,
     MAX_PAGE_SIZE,
     ConnectionUse,
     QueryCost,
-    SchemaUnavailableError,
     connection_uses,
     github_schema_path,
-    load_github_schema,
     select_operation,
 )
-from orchestrator.sim.records import (
-    CheckRun,
-    CommitStatus,
-    PullRequest,
-    Repo,
-    Review,
-    ReviewComment,
-    ReviewThread,
-    User,
+from orchestrator.sim.graphql_schema import EMULATED_SDL, emulated_schema, github_schema_or_none
+from orchestrator.sim.graphql_support import (
+    UNSUPPORTED,
+    CheckRunNode,
+    Context,
+    GraphQLRequestError,
+    Resolver,
+    StatusNode,
+    page_info_resolvers,
 )
+from orchestrator.sim.records import User
 from orchestrator.sim.state import SimState
+
+__all__ = [
+    "EMULATED_SDL",
+    "GraphQLRequestError",
+    "emulated_schema",
+    "github_schema_or_none",
+    "handle_graphql",
+    "resolvers",
+]
 
 log = get_logger(__name__)
 
-# The part of GitHub's schema the emulator answers. Every type, field, argument
-# and enum value here exists in GitHub's schema with the same type (a contract
-# test proves it), so a document valid here is valid on GitHub.
-EMULATED_SDL = """
-schema {
-  query: Query
-  mutation: Mutation
-}
-
-scalar DateTime
-scalar GitObjectID
-scalar URI
-
-type Query {
-  rateLimit: RateLimit
-  repository(owner: String!, name: String!): Repository
-  viewer: User!
-}
-
-type Mutation {
-  resolveReviewThread(input: ResolveReviewThreadInput!): ResolveReviewThreadPayload
-  addPullRequestReviewThreadReply(
-    input: AddPullRequestReviewThreadReplyInput!
-  ): AddPullRequestReviewThreadReplyPayload
-}
-
-type RateLimit {
-  cost: Int!
-  limit: Int!
-  nodeCount: Int!
-  remaining: Int!
-  resetAt: DateTime!
-  used: Int!
-}
-
-interface Node {
-  id: ID!
-}
-
-interface Actor {
-  login: String!
-}
-
-type User implements Actor & Node {
-  id: ID!
-  databaseId: Int
-  login: String!
-  name: String
-}
-
-type Bot implements Actor & Node {
-  id: ID!
-  databaseId: Int
-  login: String!
-}
-
-type Repository implements Node {
-  id: ID!
-  databaseId: Int
-  name: String!
-  nameWithOwner: String!
-  isPrivate: Boolean!
-  pullRequest(number: Int!): PullRequest
-}
-
-enum PullRequestState {
-  CLOSED
-  MERGED
-  OPEN
-}
-
-enum MergeableState {
-  CONFLICTING
-  MERGEABLE
-  UNKNOWN
-}
-
-enum MergeStateStatus {
-  BEHIND
-  BLOCKED
-  CLEAN
-  DIRTY
-  DRAFT
-  HAS_HOOKS
-  UNKNOWN
-  UNSTABLE
-}
-
-enum PullRequestReviewDecision {
-  APPROVED
-  CHANGES_REQUESTED
-  REVIEW_REQUIRED
-}
-
-enum PullRequestReviewState {
-  APPROVED
-  CHANGES_REQUESTED
-  COMMENTED
-  DISMISSED
-  PENDING
-}
-
-enum DiffSide {
-  LEFT
-  RIGHT
-}
-
-enum StatusState {
-  ERROR
-  EXPECTED
-  FAILURE
-  PENDING
-  SUCCESS
-}
-
-enum CheckStatusState {
-  COMPLETED
-  IN_PROGRESS
-  PENDING
-  QUEUED
-  REQUESTED
-  WAITING
-}
-
-enum CheckConclusionState {
-  ACTION_REQUIRED
-  CANCELLED
-  FAILURE
-  NEUTRAL
-  SKIPPED
-  STALE
-  STARTUP_FAILURE
-  SUCCESS
-  TIMED_OUT
-}
-
-type PullRequest implements Node {
-  id: ID!
-  databaseId: Int
-  number: Int!
-  title: String!
-  body: String!
-  author: Actor
-  state: PullRequestState!
-  isDraft: Boolean!
-  closed: Boolean!
-  merged: Boolean!
-  mergedAt: DateTime
-  closedAt: DateTime
-  createdAt: DateTime!
-  updatedAt: DateTime!
-  headRefName: String!
-  headRefOid: GitObjectID!
-  baseRefName: String!
-  mergeable: MergeableState!
-  mergeStateStatus: MergeStateStatus!
-  reviewDecision: PullRequestReviewDecision
-  repository: Repository!
-  reviews(after: String, before: String, first: Int, last: Int): PullRequestReviewConnection
-  reviewThreads(
-    after: String
-    before: String
-    first: Int
-    last: Int
-  ): PullRequestReviewThreadConnection!
-  commits(last: Int): PullRequestCommitConnection!
-}
-
-type PageInfo {
-  endCursor: String
-  hasNextPage: Boolean!
-  hasPreviousPage: Boolean!
-  startCursor: String
-}
-
-type PullRequestReviewConnection {
-  edges: [PullRequestReviewEdge]
-  nodes: [PullRequestReview]
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
-
-type PullRequestReviewEdge {
-  cursor: String!
-  node: PullRequestReview
-}
-
-type PullRequestReview implements Node {
-  id: ID!
-  databaseId: Int
-  author: Actor
-  state: PullRequestReviewState!
-  body: String!
-  commit: Commit
-  createdAt: DateTime!
-  submittedAt: DateTime
-}
-
-type PullRequestReviewThreadConnection {
-  edges: [PullRequestReviewThreadEdge]
-  nodes: [PullRequestReviewThread]
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
-
-type PullRequestReviewThreadEdge {
-  cursor: String!
-  node: PullRequestReviewThread
-}
-
-type PullRequestReviewThread implements Node {
-  id: ID!
-  isResolved: Boolean!
-  isOutdated: Boolean!
-  isCollapsed: Boolean!
-  path: String!
-  line: Int
-  originalLine: Int
-  diffSide: DiffSide!
-  resolvedBy: User
-  comments(
-    after: String
-    before: String
-    first: Int
-    last: Int
-  ): PullRequestReviewCommentConnection!
-}
-
-type PullRequestReviewCommentConnection {
-  edges: [PullRequestReviewCommentEdge]
-  nodes: [PullRequestReviewComment]
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
-
-type PullRequestReviewCommentEdge {
-  cursor: String!
-  node: PullRequestReviewComment
-}
-
-type PullRequestReviewComment implements Node {
-  id: ID!
-  databaseId: Int
-  author: Actor
-  body: String!
-  createdAt: DateTime!
-  updatedAt: DateTime!
-  diffHunk: String!
-  path: String!
-  line: Int
-  originalLine: Int
-  replyTo: PullRequestReviewComment
-  commit: Commit
-  originalCommit: Commit
-  pullRequestReview: PullRequestReview
-}
-
-type PullRequestCommitConnection {
-  nodes: [PullRequestCommit]
-}
-
-type PullRequestCommit implements Node {
-  id: ID!
-  commit: Commit!
-}
-
-type Commit implements Node {
-  id: ID!
-  oid: GitObjectID!
-  statusCheckRollup: StatusCheckRollup
-}
-
-type StatusCheckRollup implements Node {
-  id: ID!
-  state: StatusState!
-  commit: Commit
-  contexts(
-    after: String
-    before: String
-    first: Int
-    last: Int
-  ): StatusCheckRollupContextConnection!
-}
-
-union StatusCheckRollupContext = CheckRun | StatusContext
-
-type StatusCheckRollupContextConnection {
-  edges: [StatusCheckRollupContextEdge]
-  nodes: [StatusCheckRollupContext]
-  pageInfo: PageInfo!
-  totalCount: Int!
-}
-
-type StatusCheckRollupContextEdge {
-  cursor: String!
-  node: StatusCheckRollupContext
-}
-
-type CheckRun implements Node {
-  id: ID!
-  databaseId: Int
-  name: String!
-  status: CheckStatusState!
-  conclusion: CheckConclusionState
-  detailsUrl: URI
-  startedAt: DateTime
-  completedAt: DateTime
-  title: String
-  summary: String
-  text: String
-}
-
-type StatusContext implements Node {
-  id: ID!
-  context: String!
-  state: StatusState!
-  description: String
-  targetUrl: URI
-  createdAt: DateTime!
-  creator: Actor
-}
-
-input ResolveReviewThreadInput {
-  clientMutationId: String
-  threadId: ID!
-}
-
-type ResolveReviewThreadPayload {
-  clientMutationId: String
-  thread: PullRequestReviewThread
-}
-
-input AddPullRequestReviewThreadReplyInput {
-  body: String!
-  clientMutationId: String
-  pullRequestReviewThreadId: ID!
-}
-
-type AddPullRequestReviewThreadReplyPayload {
-  clientMutationId: String
-  comment: PullRequestReviewComment
-}
-"""
-
-_schema_lock = threading.Lock()
-_emulated: list[GraphQLSchema] = []
-_github: dict[Path, GraphQLSchema | None] = {}
-
-
-def emulated_schema() -> GraphQLSchema:
-    """The subset schema the executor runs on, built once."""
-    with _schema_lock:
-        if not _emulated:
-            _emulated.append(build_schema(EMULATED_SDL))
-        return _emulated[0]
-
-
-def github_schema_or_none() -> GraphQLSchema | None:
-    """GitHub's schema when its file is cached, else None (validation uses the subset only).
-
-    The answer is remembered per file path, so a missing file is reported once.
-    """
-    path = github_schema_path()
-    with _schema_lock:
-        if path in _github:
-            return _github[path]
-    try:
-        schema: GraphQLSchema | None = load_github_schema(path)
-    except SchemaUnavailableError as exc:
-        log.warning("graphql_schema_unavailable", error=str(exc))
-        schema = None
-    with _schema_lock:
-        return _github.setdefault(path, schema)
-
-
-# ------------------------------------------------------------------- errors
-
-
-class GraphQLRequestError(Exception):
-    """A GitHub-typed error raised by a resolver (``NOT_FOUND``, ``FORBIDDEN`` ...)."""
-
-    def __init__(self, message: str, error_type: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.error_type = error_type
-
-
 _SIM_ERROR_TYPES = {NotFound: "NOT_FOUND", Forbidden: "FORBIDDEN"}
-UNSUPPORTED = "EMULATOR_UNSUPPORTED"
 
 
 def _error_body(errors: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -550,7 +167,7 @@ def handle_graphql(
         requests=cost.requests,
         remaining=snapshot.remaining,
     )
-    context = _Context(state=state, user=user, cost=cost, rate=snapshot)
+    context = Context(state=state, user=user, cost=cost, rate=snapshot)
     with state.lock:
         result = execute(
             emulated,
@@ -676,289 +293,7 @@ def _pagination_errors(uses: Sequence[ConnectionUse]) -> list[dict[str, Any]]:
     return errors
 
 
-# ------------------------------------------------------------------ sources
-
-
-@dataclass(frozen=True)
-class _Context:
-    state: SimState
-    user: User
-    cost: QueryCost
-    rate: RateSnapshot
-
-
-@dataclass(frozen=True)
-class _PullNode:
-    repo: Repo
-    pr: PullRequest
-
-
-@dataclass(frozen=True)
-class _ReviewNode:
-    repo: Repo
-    review: Review
-
-
-@dataclass(frozen=True)
-class _ThreadNode:
-    repo: Repo
-    thread: ReviewThread
-
-
-@dataclass(frozen=True)
-class _CommentNode:
-    repo: Repo
-    comment: ReviewComment
-
-
-@dataclass(frozen=True)
-class _CommitNode:
-    repo: Repo
-    sha: str
-
-
-@dataclass(frozen=True)
-class _RollupNode:
-    repo: Repo
-    sha: str
-    state: str
-
-
-@dataclass(frozen=True)
-class _CheckRunNode:
-    run: CheckRun
-
-
-@dataclass(frozen=True)
-class _StatusNode:
-    status: CommitStatus
-
-
-@dataclass(frozen=True)
-class _Edge:
-    cursor: str
-    node: Any
-
-
-@dataclass(frozen=True)
-class _Page:
-    """One page of a connection, cut from the full ordered list by the Relay arguments."""
-
-    edges: tuple[_Edge, ...]
-    total: int
-    has_next: bool
-    has_previous: bool
-
-
-@dataclass(frozen=True)
-class _Payload:
-    client_mutation_id: str | None
-    value: Any
-
-
-def _cursor(index: int) -> str:
-    return base64.b64encode(f"cursor:v2:{index}".encode()).decode("ascii")
-
-
-def _cursor_index(cursor: str, argument: str) -> int:
-    try:
-        text = base64.b64decode(cursor.encode("ascii"), validate=True).decode("ascii")
-        prefix, _, number = text.rpartition(":")
-        if prefix == "cursor:v2" and number.isdigit():
-            return int(number)
-    except ValueError:
-        pass
-    raise GraphQLRequestError(
-        f"`{cursor}` does not appear to be a valid cursor ({argument}).", "INVALID_CURSOR_ARGUMENTS"
-    )
-
-
-def _paginate(items: Sequence[Any], args: Mapping[str, Any]) -> _Page:
-    """Relay pagination: after/before narrow the list, then first keeps the head, last the tail."""
-    start, end = 0, len(items)
-    if args.get("after") is not None:
-        start = max(start, _cursor_index(args["after"], "after") + 1)
-    if args.get("before") is not None:
-        end = min(end, _cursor_index(args["before"], "before"))
-    end = max(start, end)
-    first, last = args.get("first"), args.get("last")
-    if first is not None:
-        end = min(end, start + first)
-    if last is not None:
-        start = max(start, end - last)
-    edges = tuple(_Edge(_cursor(i), items[i]) for i in range(start, end))
-    return _Page(edges=edges, total=len(items), has_next=end < len(items), has_previous=start > 0)
-
-
-def _node_id(kind: str, *parts: object) -> str:
-    raw = f"{len(kind):02d}:{kind}" + ":".join(str(p) for p in parts)
-    return base64.b64encode(raw.encode()).decode("ascii")
-
-
-def _actor(state: SimState, login: str | None) -> User | None:
-    return state.find_user(login) if login else None
-
-
-def _repo_visible(state: SimState, repo: Repo, user: User) -> bool:
-    return state.permission(repo, user.login) is not None
-
-
 # ---------------------------------------------------------------- resolvers
-
-Resolver = Callable[[Any, _Context, dict[str, Any]], Any]
-
-
-def _query_repository(_: Any, ctx: _Context, args: dict[str, Any]) -> Repo:
-    owner, name = args["owner"], args["name"]
-    repo = ctx.state.find_repo(owner, name)
-    if repo is None or not _repo_visible(ctx.state, repo, ctx.user):
-        raise GraphQLRequestError(
-            f"Could not resolve to a Repository with the name '{owner}/{name}'.", "NOT_FOUND"
-        )
-    return repo
-
-
-def _repository_pull(repo: Repo, _: _Context, args: dict[str, Any]) -> _PullNode:
-    number = args["number"]
-    pr = repo.pulls.get(number)
-    if pr is None:
-        raise GraphQLRequestError(
-            f"Could not resolve to a PullRequest with the number of {number}.", "NOT_FOUND"
-        )
-    return _PullNode(repo, pr)
-
-
-def _pull_state(node: _PullNode) -> str:
-    if node.pr.merged:
-        return "MERGED"
-    return "CLOSED" if node.repo.issues[node.pr.number].state == "closed" else "OPEN"
-
-
-def _pull_mergeable(node: _PullNode, ctx: _Context) -> str:
-    value = ctx.state.mergeable(node.repo, node.pr)
-    if value is None:
-        return "UNKNOWN"
-    return "MERGEABLE" if value else "CONFLICTING"
-
-
-def _pull_commits(node: _PullNode, _: _Context, args: dict[str, Any]) -> _Page:
-    # The state keeps branch heads, not commit lists: only the head commit is known.
-    last = args.get("last")
-    if last not in (0, 1):
-        raise GraphQLRequestError(
-            "The emulator lists only a pull request's head commit: ask for commits(last: 1).",
-            UNSUPPORTED,
-        )
-    items = [_CommitNode(node.repo, node.pr.head_sha)] if last == 1 else []
-    return _Page(
-        edges=tuple(_Edge(_cursor(0), item) for item in items),
-        total=len(items),
-        has_next=False,
-        has_previous=False,
-    )
-
-
-def _sorted_reviews(node: _PullNode, ctx: _Context) -> list[_ReviewNode]:
-    reviews = ctx.state.pull_reviews(node.repo, node.pr.number)
-    return [_ReviewNode(node.repo, r) for r in sorted(reviews, key=lambda r: r.id)]
-
-
-def _sorted_threads(node: _PullNode, ctx: _Context) -> list[_ThreadNode]:
-    threads = ctx.state.pull_threads(node.repo, node.pr.number)
-    return [_ThreadNode(node.repo, t) for t in sorted(threads, key=lambda t: t.id)]
-
-
-def _thread_comments(node: _ThreadNode) -> list[_CommentNode]:
-    comments = (node.repo.review_comments.get(i) for i in node.thread.comment_ids)
-    return [_CommentNode(node.repo, c) for c in comments if c is not None]
-
-
-def _commit_rollup(node: _CommitNode, ctx: _Context) -> _RollupNode | None:
-    state = ctx.state.rollup_state(node.repo, node.sha)
-    return _RollupNode(node.repo, node.sha, state) if state is not None else None
-
-
-def _rollup_contexts(node: _RollupNode, ctx: _Context) -> list[Any]:
-    runs = sorted(ctx.state.check_runs_for(node.repo, node.sha), key=lambda r: r.id)
-    statuses = sorted(ctx.state.latest_statuses(node.repo, node.sha), key=lambda s: s.id)
-    return [_CheckRunNode(r) for r in runs] + [_StatusNode(s) for s in statuses]
-
-
-def _comment_reply_to(node: _CommentNode, _: _Context) -> _CommentNode | None:
-    target = node.comment.in_reply_to_id
-    found = node.repo.review_comments.get(target) if target is not None else None
-    return _CommentNode(node.repo, found) if found is not None else None
-
-
-def _comment_review(node: _CommentNode, _: _Context) -> _ReviewNode | None:
-    review_id = node.comment.review_id
-    found = node.repo.reviews.get(review_id) if review_id is not None else None
-    return _ReviewNode(node.repo, found) if found is not None else None
-
-
-def _rate_reset(rate: RateSnapshot) -> str:
-    return format_time(datetime.fromtimestamp(rate.reset, UTC))
-
-
-def _thread_for_mutation(ctx: _Context, node_id: str) -> tuple[Repo, ReviewThread]:
-    found = ctx.state.find_thread_by_node_id(node_id)
-    if found is None or not _repo_visible(ctx.state, found[0], ctx.user):
-        raise GraphQLRequestError(
-            f"Could not resolve to a node with the global id of '{node_id}'", "NOT_FOUND"
-        )
-    return found
-
-
-def _resolve_review_thread(_: Any, ctx: _Context, args: dict[str, Any]) -> _Payload:
-    data = args["input"]
-    repo, thread = _thread_for_mutation(ctx, data["threadId"])
-    author = repo.issues[thread.pull_number].author
-    allowed = ctx.state.has_permission(repo, ctx.user.login, "write") or (
-        author.lower() == ctx.user.login.lower()
-    )
-    if not allowed:
-        raise GraphQLRequestError(
-            f"{ctx.user.login} does not have the correct permissions to execute "
-            "`ResolveReviewThread`",
-            "FORBIDDEN",
-        )
-    updated = ctx.state.resolve_thread(repo, thread.id, ctx.user.login)
-    log.info("graphql_mutation", operation="resolveReviewThread", login=ctx.user.login)
-    return _Payload(data.get("clientMutationId"), _ThreadNode(repo, updated))
-
-
-def _reply_to_review_thread(_: Any, ctx: _Context, args: dict[str, Any]) -> _Payload:
-    data = args["input"]
-    repo, thread = _thread_for_mutation(ctx, data["pullRequestReviewThreadId"])
-    comment = ctx.state.reply_to_thread(repo, thread.id, ctx.user.login, data["body"])
-    log.info("graphql_mutation", operation="addPullRequestReviewThreadReply", login=ctx.user.login)
-    return _Payload(data.get("clientMutationId"), _CommentNode(repo, comment))
-
-
-def _upper(value: str | None) -> str | None:
-    return value.upper() if value is not None else None
-
-
-def _connection_resolvers(type_name: str, *, with_edges: bool = True) -> dict[str, Resolver]:
-    resolvers: dict[str, Resolver] = {
-        f"{type_name}.nodes": lambda page, _c, _a: [edge.node for edge in page.edges],
-    }
-    if with_edges:
-        resolvers.update(
-            {
-                f"{type_name}.edges": lambda page, _c, _a: list(page.edges),
-                f"{type_name}.pageInfo": lambda page, _c, _a: page,
-                f"{type_name}.totalCount": lambda page, _c, _a: page.total,
-            }
-        )
-    return resolvers
-
-
-def _edge_resolvers(type_name: str) -> dict[str, Resolver]:
-    return {
-        f"{type_name}.cursor": lambda edge, _c, _a: edge.cursor,
-        f"{type_name}.node": lambda edge, _c, _a: edge.node,
-    }
 
 
 def _actor_resolvers(type_name: str) -> dict[str, Resolver]:
@@ -971,137 +306,10 @@ def _actor_resolvers(type_name: str) -> dict[str, Resolver]:
 
 
 def _build_resolvers() -> dict[str, Resolver]:
-    table: dict[str, Resolver] = {
-        "Query.rateLimit": lambda _s, ctx, _a: ctx,
-        "Query.repository": _query_repository,
-        "Query.viewer": lambda _s, ctx, _a: ctx.user,
-        "Mutation.resolveReviewThread": _resolve_review_thread,
-        "Mutation.addPullRequestReviewThreadReply": _reply_to_review_thread,
-        "RateLimit.cost": lambda ctx, _c, _a: ctx.cost.points,
-        "RateLimit.limit": lambda ctx, _c, _a: ctx.rate.limit,
-        "RateLimit.nodeCount": lambda ctx, _c, _a: ctx.cost.nodes,
-        "RateLimit.remaining": lambda ctx, _c, _a: ctx.rate.remaining,
-        "RateLimit.resetAt": lambda ctx, _c, _a: _rate_reset(ctx.rate),
-        "RateLimit.used": lambda ctx, _c, _a: ctx.rate.used,
-        "Repository.id": lambda repo, _c, _a: repo.node_id,
-        "Repository.databaseId": lambda repo, _c, _a: repo.id,
-        "Repository.name": lambda repo, _c, _a: repo.name,
-        "Repository.nameWithOwner": lambda repo, _c, _a: repo.full_name,
-        "Repository.isPrivate": lambda repo, _c, _a: repo.private,
-        "Repository.pullRequest": _repository_pull,
-        "PullRequest.id": lambda n, _c, _a: n.pr.node_id,
-        "PullRequest.databaseId": lambda n, _c, _a: n.pr.id,
-        "PullRequest.number": lambda n, _c, _a: n.pr.number,
-        "PullRequest.title": lambda n, _c, _a: n.repo.issues[n.pr.number].title,
-        "PullRequest.body": lambda n, _c, _a: n.repo.issues[n.pr.number].body or "",
-        "PullRequest.author": lambda n, c, _a: _actor(c.state, n.repo.issues[n.pr.number].author),
-        "PullRequest.state": lambda n, _c, _a: _pull_state(n),
-        "PullRequest.isDraft": lambda n, _c, _a: n.pr.draft,
-        "PullRequest.closed": lambda n, _c, _a: n.repo.issues[n.pr.number].state == "closed",
-        "PullRequest.merged": lambda n, _c, _a: n.pr.merged,
-        "PullRequest.mergedAt": lambda n, _c, _a: n.pr.merged_at,
-        "PullRequest.closedAt": lambda n, _c, _a: n.repo.issues[n.pr.number].closed_at,
-        "PullRequest.createdAt": lambda n, _c, _a: n.repo.issues[n.pr.number].created_at,
-        "PullRequest.updatedAt": lambda n, _c, _a: n.repo.issues[n.pr.number].updated_at,
-        "PullRequest.headRefName": lambda n, _c, _a: n.pr.head_ref,
-        "PullRequest.headRefOid": lambda n, _c, _a: n.pr.head_sha,
-        "PullRequest.baseRefName": lambda n, _c, _a: n.pr.base_ref,
-        "PullRequest.mergeable": lambda n, c, _a: _pull_mergeable(n, c),
-        "PullRequest.mergeStateStatus": lambda n, c, _a: c.state.mergeable_state(
-            n.repo, n.pr
-        ).upper(),
-        "PullRequest.reviewDecision": lambda n, c, _a: c.state.review_decision(n.repo, n.pr),
-        "PullRequest.repository": lambda n, _c, _a: n.repo,
-        "PullRequest.reviews": lambda n, c, a: _paginate(_sorted_reviews(n, c), a),
-        "PullRequest.reviewThreads": lambda n, c, a: _paginate(_sorted_threads(n, c), a),
-        "PullRequest.commits": _pull_commits,
-        "PageInfo.endCursor": lambda p, _c, _a: p.edges[-1].cursor if p.edges else None,
-        "PageInfo.startCursor": lambda p, _c, _a: p.edges[0].cursor if p.edges else None,
-        "PageInfo.hasNextPage": lambda p, _c, _a: p.has_next,
-        "PageInfo.hasPreviousPage": lambda p, _c, _a: p.has_previous,
-        "PullRequestReview.id": lambda n, _c, _a: n.review.node_id,
-        "PullRequestReview.databaseId": lambda n, _c, _a: n.review.id,
-        "PullRequestReview.author": lambda n, c, _a: _actor(c.state, n.review.author),
-        "PullRequestReview.state": lambda n, _c, _a: n.review.state,
-        "PullRequestReview.body": lambda n, _c, _a: n.review.body,
-        "PullRequestReview.commit": lambda n, _c, _a: _CommitNode(n.repo, n.review.commit_id),
-        "PullRequestReview.createdAt": lambda n, _c, _a: n.review.submitted_at,
-        "PullRequestReview.submittedAt": lambda n, _c, _a: n.review.submitted_at,
-        "PullRequestReviewThread.id": lambda n, _c, _a: n.thread.node_id,
-        "PullRequestReviewThread.isResolved": lambda n, _c, _a: n.thread.resolved,
-        "PullRequestReviewThread.isOutdated": lambda n, _c, _a: n.thread.outdated,
-        "PullRequestReviewThread.isCollapsed": lambda n, _c, _a: n.thread.resolved,
-        "PullRequestReviewThread.path": lambda n, _c, _a: n.thread.path,
-        "PullRequestReviewThread.line": lambda n, _c, _a: (
-            None if n.thread.outdated else n.thread.line
-        ),
-        "PullRequestReviewThread.originalLine": lambda n, _c, _a: n.thread.line,
-        "PullRequestReviewThread.diffSide": lambda n, _c, _a: n.thread.side,
-        "PullRequestReviewThread.resolvedBy": lambda n, c, _a: _actor(
-            c.state, n.thread.resolved_by
-        ),
-        "PullRequestReviewThread.comments": lambda n, _c, a: _paginate(_thread_comments(n), a),
-        "PullRequestReviewComment.id": lambda n, _c, _a: n.comment.node_id,
-        "PullRequestReviewComment.databaseId": lambda n, _c, _a: n.comment.id,
-        "PullRequestReviewComment.author": lambda n, c, _a: _actor(c.state, n.comment.author),
-        "PullRequestReviewComment.body": lambda n, _c, _a: n.comment.body,
-        "PullRequestReviewComment.createdAt": lambda n, _c, _a: n.comment.created_at,
-        "PullRequestReviewComment.updatedAt": lambda n, _c, _a: n.comment.updated_at,
-        "PullRequestReviewComment.diffHunk": lambda n, _c, _a: n.comment.diff_hunk,
-        "PullRequestReviewComment.path": lambda n, _c, _a: n.comment.path,
-        "PullRequestReviewComment.line": lambda n, _c, _a: n.comment.line,
-        "PullRequestReviewComment.originalLine": lambda n, _c, _a: n.comment.line,
-        "PullRequestReviewComment.replyTo": lambda n, c, _a: _comment_reply_to(n, c),
-        "PullRequestReviewComment.commit": lambda n, _c, _a: _CommitNode(
-            n.repo, n.comment.commit_id
-        ),
-        "PullRequestReviewComment.originalCommit": lambda n, _c, _a: _CommitNode(
-            n.repo, n.comment.original_commit_id
-        ),
-        "PullRequestReviewComment.pullRequestReview": lambda n, c, _a: _comment_review(n, c),
-        "PullRequestCommit.id": lambda n, _c, _a: _node_id("PullRequestCommit", n.repo.id, n.sha),
-        "PullRequestCommit.commit": lambda n, _c, _a: n,
-        "Commit.id": lambda n, _c, _a: _node_id("Commit", n.repo.id, n.sha),
-        "Commit.oid": lambda n, _c, _a: n.sha,
-        "Commit.statusCheckRollup": lambda n, c, _a: _commit_rollup(n, c),
-        "StatusCheckRollup.id": lambda n, _c, _a: _node_id("StatusCheckRollup", n.repo.id, n.sha),
-        "StatusCheckRollup.state": lambda n, _c, _a: n.state,
-        "StatusCheckRollup.commit": lambda n, _c, _a: _CommitNode(n.repo, n.sha),
-        "StatusCheckRollup.contexts": lambda n, c, a: _paginate(_rollup_contexts(n, c), a),
-        "CheckRun.id": lambda n, _c, _a: n.run.node_id,
-        "CheckRun.databaseId": lambda n, _c, _a: n.run.id,
-        "CheckRun.name": lambda n, _c, _a: n.run.name,
-        "CheckRun.status": lambda n, _c, _a: n.run.status.upper(),
-        "CheckRun.conclusion": lambda n, _c, _a: _upper(n.run.conclusion),
-        "CheckRun.detailsUrl": lambda n, _c, _a: n.run.details_url,
-        "CheckRun.startedAt": lambda n, _c, _a: n.run.started_at,
-        "CheckRun.completedAt": lambda n, _c, _a: n.run.completed_at,
-        "CheckRun.title": lambda n, _c, _a: n.run.output_title,
-        "CheckRun.summary": lambda n, _c, _a: n.run.output_summary,
-        "CheckRun.text": lambda n, _c, _a: n.run.output_text,
-        "StatusContext.id": lambda n, _c, _a: n.status.node_id,
-        "StatusContext.context": lambda n, _c, _a: n.status.context,
-        "StatusContext.state": lambda n, _c, _a: n.status.state.upper(),
-        "StatusContext.description": lambda n, _c, _a: n.status.description,
-        "StatusContext.targetUrl": lambda n, _c, _a: n.status.target_url,
-        "StatusContext.createdAt": lambda n, _c, _a: n.status.created_at,
-        "StatusContext.creator": lambda n, c, _a: _actor(c.state, n.status.creator),
-        "ResolveReviewThreadPayload.clientMutationId": lambda p, _c, _a: p.client_mutation_id,
-        "ResolveReviewThreadPayload.thread": lambda p, _c, _a: p.value,
-        "AddPullRequestReviewThreadReplyPayload.clientMutationId": lambda p, _c, _a: (
-            p.client_mutation_id
-        ),
-        "AddPullRequestReviewThreadReplyPayload.comment": lambda p, _c, _a: p.value,
-    }
-    for connection in (
-        "PullRequestReviewConnection",
-        "PullRequestReviewThreadConnection",
-        "PullRequestReviewCommentConnection",
-        "StatusCheckRollupContextConnection",
-    ):
-        table.update(_connection_resolvers(connection))
-        table.update(_edge_resolvers(connection.replace("Connection", "Edge")))
-    table.update(_connection_resolvers("PullRequestCommitConnection", with_edges=False))
+    table: dict[str, Resolver] = {}
+    for module in (graphql_pulls, graphql_reviews, graphql_checks, graphql_mutations):
+        table.update(module.resolvers())
+    table.update(page_info_resolvers())
     table.update(_actor_resolvers("User"))
     table.update(_actor_resolvers("Bot"))
     del table["Bot.name"]
@@ -1131,8 +339,8 @@ def _resolve_field(source: Any, info: GraphQLResolveInfo[Any], **args: Any) -> A
 def _resolve_type(value: Any, _info: GraphQLResolveInfo[Any], _abstract: Any) -> str:
     if isinstance(value, User):
         return "Bot" if value.bot else "User"
-    if isinstance(value, _CheckRunNode):
+    if isinstance(value, CheckRunNode):
         return "CheckRun"
-    if isinstance(value, _StatusNode):
+    if isinstance(value, StatusNode):
         return "StatusContext"
     raise TypeError(f"no GraphQL type for {type(value).__name__}")

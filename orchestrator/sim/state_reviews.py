@@ -1,0 +1,313 @@
+"""Review requests, reviews, review threads and their comments of the emulated GitHub."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from orchestrator.sim.errors import NotFound, Unprocessable
+from orchestrator.sim.records import (
+    REVIEW_STATES,
+    PullRequest,
+    Repo,
+    Review,
+    ReviewComment,
+    ReviewThread,
+    make_node_id,
+    parse_node_id,
+)
+from orchestrator.sim.state_checks import ChecksState
+from orchestrator.sim.state_core import unique_names
+
+
+@dataclass(frozen=True, slots=True)
+class InlineComment:
+    """An inline comment submitted with a review: it opens a new review thread."""
+
+    path: str
+    line: int
+    body: str
+    side: str = "RIGHT"
+    diff_hunk: str | None = None
+
+
+class ReviewsState(ChecksState):
+    """Requested reviewers, submitted reviews and the threads their inline comments open."""
+
+    # ---------------------------------------------------------------- reviews
+
+    def request_reviewers(
+        self, repo: Repo, number: int, actor: str, logins: Iterable[str]
+    ) -> PullRequest:
+        """Ask users for a review; the author cannot be asked (422), as on GitHub."""
+        with self.lock:
+            pr = self.pull(repo, number)
+            issue = self.issue(repo, number)
+            account = self.user(actor)
+            for login in unique_names(logins):
+                reviewer = self.user(login)
+                if reviewer.login.lower() == issue.author.lower():
+                    raise Unprocessable(
+                        "Review cannot be requested from pull request author.",
+                        errors=[
+                            {"resource": "PullRequest", "code": "custom", "field": "reviewers"}
+                        ],
+                    )
+                if reviewer.login not in pr.requested_reviewers:
+                    pr.requested_reviewers.append(reviewer.login)
+                    self._event(
+                        repo,
+                        issue,
+                        "review_requested",
+                        account.login,
+                        requested_reviewer=reviewer.login,
+                    )
+            issue.updated_at = self.now()
+            self._touch()
+            return pr
+
+    def remove_requested_reviewers(
+        self, repo: Repo, number: int, actor: str, logins: Iterable[str]
+    ) -> PullRequest:
+        with self.lock:
+            pr = self.pull(repo, number)
+            issue = self.issue(repo, number)
+            account = self.user(actor)
+            for login in unique_names(logins):
+                for present in list(pr.requested_reviewers):
+                    if present.lower() == login.lower():
+                        pr.requested_reviewers.remove(present)
+                        self._event(
+                            repo,
+                            issue,
+                            "review_request_removed",
+                            account.login,
+                            requested_reviewer=present,
+                        )
+            issue.updated_at = self.now()
+            self._touch()
+            return pr
+
+    def submit_review(
+        self,
+        repo: Repo,
+        number: int,
+        author: str,
+        state: str,
+        *,
+        body: str = "",
+        commit_id: str | None = None,
+        comments: Iterable[InlineComment] = (),
+    ) -> Review:
+        """Submit a review on the head (or ``commit_id``); each inline comment opens a thread.
+
+        A review clears the author's pending review request, as on GitHub.
+        """
+        if state not in REVIEW_STATES or state in ("PENDING", "DISMISSED"):
+            raise Unprocessable.field("PullRequestReview", "event", message=f"bad state {state!r}")
+        inline = list(comments)
+        if state in ("CHANGES_REQUESTED", "COMMENTED") and not body and not inline:
+            raise Unprocessable.field(
+                "PullRequestReview", "body", "missing_field", f"{state} needs a body"
+            )
+        with self.lock:
+            pr = self.pull(repo, number)
+            issue = self.issue(repo, number)
+            account = self.user(author)
+            if pr.merged or issue.state == "closed":
+                raise Unprocessable.field("PullRequestReview", "pull_request", message="closed")
+            if (
+                state in ("APPROVED", "CHANGES_REQUESTED")
+                and account.login.lower() == issue.author.lower()
+            ):
+                raise Unprocessable(
+                    "Can not approve or request changes on your own pull request",
+                    errors=[{"resource": "PullRequestReview", "code": "custom", "field": "event"}],
+                )
+            ident = self.new_id()
+            now = self.now()
+            review = Review(
+                id=ident,
+                node_id=make_node_id("PullRequestReview", ident),
+                pull_number=number,
+                author=account.login,
+                state=state,
+                body=body,
+                commit_id=commit_id or pr.head_sha,
+                submitted_at=now,
+            )
+            repo.reviews[ident] = review
+            for item in inline:
+                self._open_thread(repo, pr, account.login, item, review=review)
+            for present in list(pr.requested_reviewers):
+                if present.lower() == account.login.lower():
+                    pr.requested_reviewers.remove(present)
+            issue.updated_at = now
+            self._touch()
+            return review
+
+    def _open_thread(
+        self, repo: Repo, pr: PullRequest, author: str, item: InlineComment, *, review: Review
+    ) -> ReviewComment:
+        if not item.path or item.line < 1 or not item.body:
+            raise Unprocessable.field(
+                "PullRequestReviewComment",
+                "path",
+                message="inline comments need path, line >= 1, body",
+            )
+        if item.side not in ("LEFT", "RIGHT"):
+            raise Unprocessable.field("PullRequestReviewComment", "side", message="LEFT or RIGHT")
+        hunk = item.diff_hunk
+        if hunk is None and self.diff_hunk_probe is not None:
+            hunk = self.diff_hunk_probe(repo, pr, item.path, item.line)
+        hunk = hunk or f"@@ -{item.line},1 +{item.line},1 @@"
+        thread_ident = self.new_id()
+        thread = ReviewThread(
+            id=thread_ident,
+            node_id=make_node_id("PullRequestReviewThread", thread_ident),
+            pull_number=pr.number,
+            path=item.path,
+            line=item.line,
+            side=item.side,
+            diff_hunk=hunk,
+            commit_id=review.commit_id,
+        )
+        repo.threads[thread_ident] = thread
+        return self._add_thread_comment(repo, thread, author, item.body, review.id)
+
+    def _add_thread_comment(
+        self, repo: Repo, thread: ReviewThread, author: str, body: str, review_id: int | None
+    ) -> ReviewComment:
+        ident = self.new_id()
+        now = self.now()
+        pr = repo.pulls[thread.pull_number]
+        first = thread.comment_ids[0] if thread.comment_ids else None
+        comment = ReviewComment(
+            id=ident,
+            node_id=make_node_id("PullRequestReviewComment", ident),
+            pull_number=thread.pull_number,
+            thread_id=thread.id,
+            author=author,
+            body=body,
+            path=thread.path,
+            line=thread.line,
+            side=thread.side,
+            commit_id=pr.head_sha,
+            original_commit_id=thread.commit_id,
+            diff_hunk=thread.diff_hunk,
+            created_at=now,
+            updated_at=now,
+            review_id=review_id,
+            in_reply_to_id=first,
+        )
+        repo.review_comments[ident] = comment
+        thread.comment_ids.append(ident)
+        repo.issues[thread.pull_number].updated_at = now
+        return comment
+
+    def add_review_comment(
+        self,
+        repo: Repo,
+        number: int,
+        author: str,
+        item: InlineComment,
+        commit_id: str | None = None,
+    ) -> ReviewComment:
+        """A stand-alone inline comment (a single-comment COMMENTED review) opening a thread."""
+        with self.lock:
+            pr = self.pull(repo, number)
+            account = self.user(author)
+            ident = self.new_id()
+            review = Review(
+                id=ident,
+                node_id=make_node_id("PullRequestReview", ident),
+                pull_number=number,
+                author=account.login,
+                state="COMMENTED",
+                body="",
+                commit_id=commit_id or pr.head_sha,
+                submitted_at=self.now(),
+            )
+            repo.reviews[ident] = review
+            comment = self._open_thread(repo, pr, account.login, item, review=review)
+            self._touch()
+            return comment
+
+    def reply_to_comment(
+        self, repo: Repo, number: int, author: str, in_reply_to: int, body: str
+    ) -> ReviewComment:
+        """Reply in the thread of review comment ``in_reply_to`` (any comment of the thread)."""
+        with self.lock:
+            target = repo.review_comments.get(in_reply_to)
+            if target is None or target.pull_number != number:
+                raise NotFound(f"review comment {in_reply_to}")
+            return self.reply_to_thread(repo, target.thread_id, author, body)
+
+    def reply_to_thread(self, repo: Repo, thread_id: int, author: str, body: str) -> ReviewComment:
+        """Append a reply to a review thread."""
+        if not body:
+            raise Unprocessable.field("PullRequestReviewComment", "body", "missing_field")
+        with self.lock:
+            thread = self.thread(repo, thread_id)
+            account = self.user(author)
+            comment = self._add_thread_comment(repo, thread, account.login, body, None)
+            self._touch()
+            return comment
+
+    def thread(self, repo: Repo, thread_id: int) -> ReviewThread:
+        return self._lookup(repo.threads, thread_id, f"review thread {thread_id}")
+
+    def resolve_thread(
+        self, repo: Repo, thread_id: int, actor: str, resolved: bool = True
+    ) -> ReviewThread:
+        """Mark a review thread resolved by ``actor`` (or unresolved)."""
+        with self.lock:
+            thread = self.thread(repo, thread_id)
+            account = self.user(actor)
+            thread.resolved = resolved
+            thread.resolved_by = account.login if resolved else None
+            repo.issues[thread.pull_number].updated_at = self.now()
+            self._touch()
+            return thread
+
+    def find_thread_by_node_id(self, node_id: str) -> tuple[Repo, ReviewThread] | None:
+        """The repository and review thread a GraphQL node id names, if any."""
+        parsed = parse_node_id(node_id)
+        if parsed is None or parsed[0] != "PullRequestReviewThread":
+            return None
+        with self.lock:
+            for repo in self.repos.values():
+                thread = repo.threads.get(parsed[1])
+                if thread is not None:
+                    return repo, thread
+            return None
+
+    def pull_reviews(self, repo: Repo, number: int) -> list[Review]:
+        with self.lock:
+            return [r for r in repo.reviews.values() if r.pull_number == number]
+
+    def pull_threads(self, repo: Repo, number: int) -> list[ReviewThread]:
+        with self.lock:
+            return [t for t in repo.threads.values() if t.pull_number == number]
+
+    def pull_review_comments(self, repo: Repo, number: int) -> list[ReviewComment]:
+        with self.lock:
+            return [c for c in repo.review_comments.values() if c.pull_number == number]
+
+    def review_decision(self, repo: Repo, pr: PullRequest) -> str | None:
+        """GitHub's reviewDecision from each reviewer's latest decisive review.
+
+        CHANGES_REQUESTED wins over APPROVED; with neither it is REVIEW_REQUIRED
+        (or None when the repository does not require reviews).
+        """
+        with self.lock:
+            latest: dict[str, str] = {}
+            for review in self.pull_reviews(repo, pr.number):
+                if review.state in ("APPROVED", "CHANGES_REQUESTED", "DISMISSED"):
+                    latest[review.author.lower()] = review.state
+            decisions = set(latest.values())
+            if "CHANGES_REQUESTED" in decisions:
+                return "CHANGES_REQUESTED"
+            if "APPROVED" in decisions:
+                return "APPROVED"
+            return "REVIEW_REQUIRED" if repo.require_review else None
