@@ -13,6 +13,7 @@ import sys
 BENCHMARKS = (
     ("planner: plan() over 10,000 tracked issues", "orchestrator.domain.bench"),
     ("emulator: simple GET requests per second", "orchestrator.sim.bench"),
+    ("GitHub budget: polling 200 pull requests", "orchestrator.github.bench"),
     ("daemon: label to agent start, green + approval to merge", "orchestrator.runtime.bench"),
 )
 

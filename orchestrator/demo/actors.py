@@ -143,12 +143,23 @@ class HumanReviewer(threading.Thread):
         while not self.stop_event.wait(self.interval_s):
             try:
                 for number in self.waiting():
-                    if number in self.approved:
+                    # An approval covers one head: a label the daemon withdrew after the
+                    # head moved is given again, as a reviewer would after a new look.
+                    if number in self.approved and self._labelled(number):
                         continue
                     self.world.server.control.add_labels(
                         REPO, number, [self.approval_label], as_user=self.world.human.login
                     )
-                    self.approved.append(number)
+                    if number not in self.approved:
+                        self.approved.append(number)
                     log.info("demo_human_approved", issue=number, label=self.approval_label)
             except (httpx.HTTPError, OSError, ValueError) as exc:
                 log.warning("demo_human_error", error=str(exc))
+
+    def _labelled(self, number: int) -> bool:
+        state = self.world.server.emulator.state
+        owner, name = REPO.split("/", 1)
+        with state.lock:
+            repo = state.repo(owner, name)
+            labels = state.issue_labels(repo, state.issue(repo, number))
+        return any(label.name == self.approval_label for label in labels)

@@ -33,6 +33,7 @@ class SideEffectKind(StrEnum):
     RESOLVE_THREAD = "resolve_thread"
     REQUEST_REVIEW = "request_review"
     POST_COMMENT = "post_comment"
+    MARK_PR_READY = "mark_pr_ready"
     MERGE_PR = "merge_pr"
     CLOSE_ISSUE = "close_issue"
 
@@ -43,6 +44,8 @@ MINIMUM_MODE: Mapping[SideEffectKind, RolloutMode] = MappingProxyType(
         **{kind: RolloutMode.MUTATE for kind in SideEffectKind},
         SideEffectKind.UPSERT_WORKPAD: RolloutMode.OBSERVE,
         SideEffectKind.MERGE_PR: RolloutMode.MERGE,
+        # A draft leaves draft only to be merged right after.
+        SideEffectKind.MARK_PR_READY: RolloutMode.MERGE,
     }
 )
 

@@ -6,7 +6,7 @@ from datetime import datetime
 
 from orchestrator.domain.actions import SideEffect, SideEffectKind, side_effect
 from orchestrator.domain.flow import IssueContext
-from orchestrator.domain.gates import stale_approval_labels
+from orchestrator.domain.gates import current_approval, stale_approval_labels
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import TrackerState
 from orchestrator.domain.results import GITHUB_BODY_LIMIT, BlockedQuestion, PRDescription, Review
@@ -184,7 +184,12 @@ def blocked_question_comment(
 
 
 def merge_pr(ctx: IssueContext, pr: PullRequest) -> SideEffect:
-    """Merge the PR only if its head is still exactly ``pr.head_sha``."""
+    """Merge the PR only if its head is still exactly ``pr.head_sha``.
+
+    The approvers and approval labels go along so the write re-checks, right before
+    the call, that each approver still has write permission and a label is still there.
+    """
+    approval = current_approval(ctx.item, ctx.policy, ctx.self_login)
     return side_effect(
         ctx.ref,
         SideEffectKind.MERGE_PR,
@@ -192,6 +197,20 @@ def merge_pr(ctx: IssueContext, pr: PullRequest) -> SideEffect:
         pr_number=pr.number,
         head_sha=pr.head_sha,
         method=ctx.policy.merge.method.value,
+        approvers=approval.approvers,
+        approval_labels=approval.labels,
+        approval_required=ctx.policy.merge.require_human_approval,
+    )
+
+
+def mark_pr_ready(ctx: IssueContext, pr: PullRequest) -> SideEffect:
+    """Take the draft pull request out of draft, so GitHub lets it be merged."""
+    return side_effect(
+        ctx.ref,
+        SideEffectKind.MARK_PR_READY,
+        pr.head_sha,
+        pr_number=pr.number,
+        node_id=pr.node_id or "",
     )
 
 

@@ -138,6 +138,13 @@ def decide_merging(ctx: IssueContext) -> IssueDecision:
         )
     if not ctx.gates.merge_ready:
         return wait(ctx, "wait for gates: " + ", ".join(ctx.gates.blocking()))
+    if pr.is_draft:
+        # GitHub refuses to merge a draft: it leaves draft first, through the gate.
+        ready = effects.mark_pr_ready(ctx, pr)
+        decision = wait(ctx, f"mark the draft pull request ready, then merge {pr.head_sha[:12]}")
+        if not ctx.completed(ready.idempotency_key):
+            decision.effects.append(ready)
+        return decision
     merge_effect = effects.merge_pr(ctx, pr)
     if ctx.completed(merge_effect.idempotency_key):
         return wait(ctx, "confirm the merge")

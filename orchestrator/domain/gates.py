@@ -7,6 +7,7 @@ the workpad and the dashboard show the gates so an operator sees why nothing hap
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 from types import MappingProxyType
@@ -251,6 +252,40 @@ def approved_by_review(pr: PullRequest | None, self_login: str | None) -> bool:
     approvals = [sha for verdict, sha in latest.values() if verdict is ReviewVerdict.APPROVED]
     blocked = any(v is ReviewVerdict.CHANGES_REQUESTED for v, _ in latest.values())
     return not blocked and pr.head_sha in approvals
+
+
+@dataclass(frozen=True, slots=True)
+class Approval:
+    """Who approved the current head, and through which labels (re-checked before a merge)."""
+
+    approvers: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+
+
+def current_approval(item: IssueSnapshot, policy: FlowPolicy, self_login: str | None) -> Approval:
+    """The qualified humans whose approval covers the current head under the policy's source."""
+    source = policy.merge.approval_source
+    logins: set[str] = set()
+    labels: set[str] = set()
+    if source in (ApprovalSource.LABEL, ApprovalSource.LABEL_OR_REVIEW):
+        sighting = head_sighting(item)
+        for _, present, events in _label_places(item):
+            for label in policy.approval_labels & present:
+                if _label_approves_head(label, events, self_login, sighting):
+                    latest = _latest_event(label, events)
+                    assert latest is not None
+                    logins.add(latest.actor.login)
+                    labels.add(label)
+    pr = item.pr
+    if (
+        source in (ApprovalSource.REVIEW, ApprovalSource.LABEL_OR_REVIEW)
+        and pr is not None
+        and approved_by_review(pr, self_login)
+    ):
+        for login, (verdict, sha) in _latest_verdicts(pr, self_login).items():
+            if verdict is ReviewVerdict.APPROVED and sha == pr.head_sha:
+                logins.add(login)
+    return Approval(tuple(sorted(logins)), tuple(sorted(labels)))
 
 
 def human_approval_gate(

@@ -34,6 +34,7 @@ from orchestrator.domain.record_updates import apply_transition, new_record
 from orchestrator.domain.selection import candidate_order, effective_mode
 from orchestrator.domain.snapshot import IssueSnapshot, PRStatus, RunningAgent, Snapshot
 from orchestrator.domain.workpad import (
+    WORKPAD_COMMENT_MARKER,
     Observation,
     mirror_is_current,
     render_workpad,
@@ -301,6 +302,6 @@ def _workpad_effect(
         entry.item.ref,
         SideEffectKind.UPSERT_WORKPAD,
         workpad_digest(body),
-        marker=policy.workpad_marker,
+        marker=WORKPAD_COMMENT_MARKER,
         body=body,
     )

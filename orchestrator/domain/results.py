@@ -180,6 +180,17 @@ class PRDescription:
     body: str
 
 
+def inert(text: str) -> str:
+    """Agent-written text made unable to carry the runtime's hidden markers.
+
+    The runtime finds its own comments (the workpad, the review comment, replies)
+    by HTML comments such as ``<!-- orchestrator-workpad -->``. Text from the agent
+    ends up in comments the bot writes, so an HTML comment opener in it is written
+    as the visible ``&lt;!--`` instead: it can never pass for one of those markers.
+    """
+    return text.replace("<!--", "&lt;!--")
+
+
 def _normalise(text: str) -> str:
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -393,14 +404,15 @@ def _finish_finding(draft: _FindingDraft) -> Finding | ResultError:
                 f"missing field {key}",
                 ResultErrorKind.MISSING_FIELD,
             )
+    location = values.get("location")
     return Finding(
         id=draft.id,
         severity=draft.severity,
-        title=draft.title,
-        summary=values["summary"],
-        why_it_matters=values["why_it_matters"],
-        suggested_fix=values["suggested_fix"],
-        location=values.get("location") or None,
+        title=inert(draft.title),
+        summary=inert(values["summary"]),
+        why_it_matters=inert(values["why_it_matters"]),
+        suggested_fix=inert(values["suggested_fix"]),
+        location=inert(location) if location else None,
     )
 
 
@@ -499,7 +511,7 @@ def _text_field(
                 ResultErrorKind.MISSING_FIELD,
             )
         return None
-    return value.strip()
+    return inert(value.strip())
 
 
 def _parse_fix_entry(raw: object, label: str) -> FixEntry | ResultError:
@@ -637,6 +649,7 @@ def parse_blocked(text: str, *, max_bytes: int = 64_000) -> BlockedQuestion | Re
             f"the question is {len(body)} characters, more than {GITHUB_BODY_LIMIT // 2}",
             ResultErrorKind.TOO_LARGE,
         )
+    body = inert(body)
     summary_line = next(line for line in body.split("\n") if line.strip())
     summary = summary_line.strip().lstrip("#").strip() or summary_line.strip()
     return BlockedQuestion(reason=reason, summary=summary[:200], text=body)
@@ -664,4 +677,4 @@ def parse_pr_description(
             f"description is {len(body)} characters, more than the limit of {max_chars}",
             ResultErrorKind.TOO_LARGE,
         )
-    return PRDescription(body=body)
+    return PRDescription(body=inert(body))

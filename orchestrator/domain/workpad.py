@@ -24,6 +24,11 @@ from orchestrator.domain.safe_yaml import YamlProblem, YamlValue, load_plain_yam
 
 SCHEMA_VERSION = 1
 
+# The first line of every workpad comment the runtime writes: the comment is found by
+# this machine marker alone (never by its heading, which anyone can quote), and only
+# on comments the bot itself wrote.
+WORKPAD_COMMENT_MARKER = "<!-- orchestrator-workpad -->"
+
 _NO_GATES: Mapping[str, GateValue] = MappingProxyType({})
 
 
@@ -670,8 +675,26 @@ def _one_line(text: str) -> str:
     return flat if len(flat) <= 300 else flat[:297] + "..."
 
 
+def is_workpad_comment(body: str) -> bool:
+    """Whether a comment body is a workpad as the runtime writes it (its first line is the marker).
+
+    Only meaningful for comments the bot wrote: anyone else can type the marker.
+    """
+    first = body.lstrip("\ufeff").replace("\r\n", "\n").split("\n", 1)[0]
+    return first.strip() == WORKPAD_COMMENT_MARKER
+
+
 def _render_parts(record: WorkpadRecord, marker: str) -> str:
-    parts = [marker, "", "```yaml", *_yaml_lines(record), "```", "", *_summary_lines(record)]
+    parts = [
+        WORKPAD_COMMENT_MARKER,
+        marker,
+        "",
+        "```yaml",
+        *_yaml_lines(record),
+        "```",
+        "",
+        *_summary_lines(record),
+    ]
     return "\n".join(parts) + "\n"
 
 
@@ -688,7 +711,8 @@ def _recovery_note(raw: str, problem: str | None, budget: int) -> str:
     room = budget - len(shell) - 60
     if room <= 0:
         return ""
-    kept = raw
-    if len(raw) > room:
-        kept = raw[:room] + f"\n... ({len(raw) - room} characters cut)"
+    # The kept text is shown, never obeyed: no marker in it can pass for the runtime's own.
+    kept = raw.replace("<!--", "&lt;!--")
+    if len(kept) > room:
+        kept = kept[:room] + f"\n... ({len(kept) - room} characters cut)"
     return f"{intro}{fence}text\n{kept}\n{fence}\n"

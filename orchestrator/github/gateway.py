@@ -40,6 +40,23 @@ def is_bot_login(login: str, user_type: str | None = None) -> bool:
     return user_type == "Bot" or login.endswith("[bot]")
 
 
+def same_account(login: str | None, other: str | None) -> bool:
+    """Whether two logins name one account, across REST (``app[bot]``) and GraphQL (``app``)."""
+    if not login or not other:
+        return False
+    return login.lower().removesuffix("[bot]") == other.lower().removesuffix("[bot]")
+
+
+def carries_marker(body: str, marker: str) -> bool:
+    """Whether ``marker`` is the first or the last line of ``body``, where the runtime puts it.
+
+    A marker quoted in the middle of a comment (by the agent's text, a recovery
+    note or a human) never makes the comment one of the runtime's own.
+    """
+    lines = body.replace("\r\n", "\n").strip().split("\n")
+    return lines[0].strip() == marker or lines[-1].strip() == marker
+
+
 class GitHubGateway:
     """Idempotent reads and writes of one GitHub endpoint, for the runtime."""
 
@@ -198,8 +215,8 @@ class GitHubGateway:
         self, repo: str, number: int, marker: str, body: str
     ) -> CommentUpserted | Problem:
         """Make the bot's comment carrying ``marker`` read ``body``; create it if missing."""
-        if marker not in body:
-            raise ValueError("the comment body must contain its marker")
+        if not carries_marker(body, marker):
+            raise ValueError("the comment body must start or end with its marker")
         try:
             for _ in range(CREATE_ATTEMPTS):
                 mine = self._find_marked_comment(repo, number, marker)
@@ -242,7 +259,12 @@ class GitHubGateway:
     def _find_marked_comment(self, repo: str, number: int, marker: str) -> dict[str, Any] | None:
         me = self.client.login
         comments = self.client.paginate(f"/repos/{repo}/issues/{number}/comments", conditional=True)
-        marked = [c for c in comments if c["user"]["login"] == me and marker in (c["body"] or "")]
+        marked = [
+            c
+            for c in comments
+            if same_account((c.get("user") or {}).get("login"), me)
+            and carries_marker(c.get("body") or "", marker)
+        ]
         return marked[0] if marked else None
 
     def post_comment(self, repo: str, number: int, body: str) -> int | Problem:
@@ -320,12 +342,12 @@ class GitHubGateway:
         except (GitHubError, RateLimited) as problem:
             return problem
 
-    def permission(self, repo: str, login: str) -> str:
-        """The user's permission on the repository (cached for a few minutes)."""
+    def permission(self, repo: str, login: str, *, fresh: bool = False) -> str:
+        """The user's permission on the repository (cached for a few minutes unless ``fresh``)."""
         key = (repo, login)
         with self._lock:
             cached = self._permissions.get(key)
-        if cached is not None and time.monotonic() - cached[0] < PERMISSION_TTL_S:
+        if not fresh and cached is not None and time.monotonic() - cached[0] < PERMISSION_TTL_S:
             return cached[1]
         try:
             data = self.client.request(
@@ -340,8 +362,13 @@ class GitHubGateway:
             self._permissions[key] = (time.monotonic(), permission)
         return permission
 
-    def can_write(self, repo: str, login: str) -> bool:
-        return self.permission(repo, login) in WRITE_PERMISSIONS
+    def can_write(self, repo: str, login: str, *, fresh: bool = False) -> bool:
+        return self.permission(repo, login, fresh=fresh) in WRITE_PERMISSIONS
+
+    def issue_labels(self, repo: str, number: int) -> frozenset[str]:
+        """The labels of an issue or pull request, read now."""
+        data = self.client.request("GET", f"/repos/{repo}/issues/{number}").data
+        return frozenset(str(label["name"]) for label in (data or {}).get("labels", []))
 
     def approval_actor(self, repo: str, number: int, label: str) -> ApprovalActor | Problem | None:
         """Who added ``label`` most recently (if it is on the issue), and whether it counts."""
@@ -387,8 +414,8 @@ class GitHubGateway:
         """
         from orchestrator.github.queries import reply_to_thread_request
 
-        if marker not in body:
-            raise ValueError("the reply body must contain its marker")
+        if not carries_marker(body, marker):
+            raise ValueError("the reply body must end with its marker")
         try:
             existing = self._thread_reply_with_marker(repo, pr_number, thread_id, marker)
             if existing:
@@ -408,17 +435,60 @@ class GitHubGateway:
     def _thread_reply_with_marker(
         self, repo: str, pr_number: int, thread_id: str, marker: str
     ) -> str | None:
+        """Our reply carrying ``marker`` in the thread, read to its last comment.
+
+        Raises a retryable GitHubError when the thread could not be read to the end:
+        a reply that might exist already is not posted again.
+        """
         from orchestrator.github.prstate import fetch_states
 
         node = fetch_states(self.client, repo, [pr_number]).get(pr_number) or {}
+        if "threads" in (node.get("incomplete") or []):
+            raise GitHubError(
+                "POST /graphql addPullRequestReviewThreadReply",
+                0,
+                "the review threads could not be read to the end; the reply waits",
+                True,
+            )
         for thread in (node.get("reviewThreads") or {}).get("nodes") or []:
             if thread.get("id") != thread_id:
                 continue
             for comment in (thread.get("comments") or {}).get("nodes") or []:
                 author = (comment.get("author") or {}).get("login")
-                if author == self.client.login and marker in (comment.get("body") or ""):
+                if same_account(author, self.client.login) and carries_marker(
+                    comment.get("body") or "", marker
+                ):
                     return str(comment["id"])
         return None
+
+    def comment_editor(self, node_id: str) -> str | Problem | None:
+        """Who last edited an issue comment (its GraphQL node id); None when never edited."""
+        from orchestrator.github.queries import comment_editor_request
+
+        request = comment_editor_request(node_id)
+        try:
+            data = self.client.graphql(request.query, dict(request.variables))
+        except (GitHubError, RateLimited) as problem:
+            return problem
+        node = data.get("node") or {}
+        if node.get("id") != node_id:
+            return GitHubError("POST /graphql node", 404, "the comment was not found", False)
+        if not node.get("lastEditedAt"):
+            return None
+        editor = node.get("editor") or {}
+        return str(editor.get("login") or "ghost")
+
+    def mark_ready_for_review(self, node_id: str) -> bool | Problem:
+        """Take a draft pull request out of draft (harmless when it is not a draft)."""
+        from orchestrator.github.queries import mark_ready_request
+
+        request = mark_ready_request(node_id)
+        try:
+            data = self.client.graphql(request.query, dict(request.variables))
+            pull = (data.get("markPullRequestReadyForReview") or {}).get("pullRequest") or {}
+            return not bool(pull.get("isDraft"))
+        except (GitHubError, RateLimited) as problem:
+            return problem
 
     def resolve_thread(self, thread_id: str) -> bool | Problem:
         """Resolve the thread (resolving a resolved thread is harmless)."""

@@ -25,6 +25,12 @@ from orchestrator.domain.snapshot import (
     ThreadComment,
 )
 from orchestrator.github.client import EtagCache, GitHubClient
+from orchestrator.github.completion import (
+    HEAD_CHECKS_KEY,
+    INCOMPLETE_KEY,
+    complete_state,
+    reduce_contexts,
+)
 from orchestrator.github.queries import (
     MAX_FINGERPRINT_BATCH,
     MAX_STATE_BATCH,
@@ -32,10 +38,6 @@ from orchestrator.github.queries import (
     pull_request_alias,
     state_request,
 )
-
-PASSED_CONCLUSIONS = frozenset({"SUCCESS", "NEUTRAL", "SKIPPED"})
-PASSED_STATES = frozenset({"SUCCESS"})
-FAILED_STATES = frozenset({"FAILURE", "ERROR"})
 
 ActorLookup = Callable[[str, str | None], Actor]
 
@@ -79,12 +81,31 @@ def fetch_fingerprints(
 def fetch_states(
     client: GitHubClient, repo: str, numbers: Sequence[int]
 ) -> dict[int, dict[str, Any]]:
-    """The full state node of each pull request (missing ones are left out)."""
-    return _run_batches(client, repo, numbers, MAX_STATE_BATCH, state_request)
+    """The full state node of each pull request, every list read to the end (missing left out)."""
+    nodes = _run_batches(client, repo, numbers, MAX_STATE_BATCH, state_request)
+    return {number: complete_state(client, repo, node) for number, node in nodes.items()}
 
 
 def fingerprint_hash(node: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(node, sort_keys=True).encode()).hexdigest()
+
+
+def fingerprint_is_whole(node: dict[str, Any]) -> bool:
+    """Whether the fingerprint sees every change: the head's checks and all thread flags.
+
+    A fingerprint whose check list or thread list was cut off, or whose head branch
+    does not point at the head commit, could stay the same across a change: such a
+    pull request's full state is read on every poll instead.
+    """
+    target = (node.get("headRef") or {}).get("target") or {}
+    if target.get("oid") != node.get("headRefOid"):
+        return False
+    contexts = (target.get("statusCheckRollup") or {}).get("contexts") or {}
+    if (contexts.get("pageInfo") or {}).get("hasNextPage"):
+        return False
+    threads = node.get("reviewThreads") or {}
+    total = threads.get("totalCount")
+    return not (isinstance(total, int) and total > len(threads.get("nodes") or []))
 
 
 # GitHub's updatedAt has one-second resolution: a change in the same second as
@@ -117,7 +138,9 @@ class PRStatePoller:
         states: dict[int, dict[str, Any]] = {}
         changed: list[int] = []
         for number, node in fingerprints.items():
-            cached = self._cache.get(self._key(repo, number))
+            cached = (
+                self._cache.get(self._key(repo, number)) if fingerprint_is_whole(node) else None
+            )
             if cached is not None and cached.etag == fingerprint_hash(node):
                 states[number] = json.loads(cached.body)
             else:
@@ -164,37 +187,14 @@ def _author(node: dict[str, Any] | None, actor: ActorLookup) -> Actor:
     return actor(str(node.get("login") or "ghost"), node.get("__typename"))
 
 
-def _checks(head: str, node: dict[str, Any]) -> ChecksSummary:
-    commits = (node.get("commits") or {}).get("nodes") or []
-    commit = (commits[-1] or {}).get("commit") if commits else None
-    rollup = (commit or {}).get("statusCheckRollup") or {}
-    latest: dict[str, tuple[int, str]] = {}
-    for context in (rollup.get("contexts") or {}).get("nodes") or []:
-        if context.get("__typename") == "CheckRun":
-            name = str(context.get("name"))
-            if context.get("status") != "COMPLETED":
-                verdict = "pending"
-            elif context.get("conclusion") in PASSED_CONCLUSIONS:
-                verdict = "passed"
-            else:
-                verdict = "failing"
-            order = int(context.get("databaseId") or 0)
-        else:
-            name = str(context.get("context"))
-            state = context.get("state")
-            verdict = (
-                "passed"
-                if state in PASSED_STATES
-                else "failing"
-                if state in FAILED_STATES
-                else "pending"
-            )
-            order = 0
-        # A re-run reports the same name again: the newest run is the one that counts.
-        if name not in latest or order >= latest[name][0]:
-            latest[name] = (order, verdict)
+def _checks(head: str, node: dict[str, Any]) -> ChecksSummary | None:
+    """The checks of exactly the head commit (None when they could not be told)."""
+    found = node.get(HEAD_CHECKS_KEY)
+    if not isinstance(found, dict) or not head or found.get("oid") != head:
+        return None
+    verdicts = reduce_contexts(list(found.get("contexts") or []))
     by = {
-        kind: frozenset(n for n, (_, v) in latest.items() if v == kind)
+        kind: frozenset(n for n, v in verdicts.items() if v == kind)
         for kind in ("passed", "failing", "pending")
     }
     return ChecksSummary(
@@ -252,13 +252,22 @@ def to_pull_request(repo: str, node: dict[str, Any], actor: ActorLookup) -> Pull
                 ),
             )
         )
+    incomplete = node.get(INCOMPLETE_KEY)
+    checks = _checks(head, node)
     return PullRequest(
         number=int(node["number"]),
         url="",
         head_sha=head,
         status=status,
         mergeable=mergeable,
-        checks=_checks(head, node),
+        checks=checks,
         reviews=tuple(reviews),
         threads=tuple(threads),
+        updated_at=_time(node["updatedAt"]) if node.get("updatedAt") else None,
+        # A node that never went through completion (an old cache entry) is trusted for nothing.
+        incomplete=frozenset(incomplete)
+        if isinstance(incomplete, list)
+        else frozenset({"checks", "reviews", "threads"}),
+        is_draft=bool(node.get("isDraft")),
+        node_id=str(node.get("id") or "") or None,
     )

@@ -32,28 +32,135 @@ STATE_THREADS_PAGE = 50
 STATE_COMMENTS_PAGE = 20
 STATE_CONTEXTS_PAGE = 100
 FINGERPRINT_THREADS_PAGE = 100
+THREAD_COMMENTS_PAGE_SIZE = 100
 
 FINGERPRINT_OPERATION = "PullRequestFingerprints"
 STATE_OPERATION = "PullRequestStates"
 RESOLVE_THREAD_OPERATION = "ResolveReviewThread"
+MARK_READY_OPERATION = "MarkPullRequestReady"
+COMMENT_EDITOR_OPERATION = "CommentEditor"
 REPLY_TO_THREAD_OPERATION = "ReplyToReviewThread"
 
+HEAD_CHECKS_OPERATION = "HeadCommitChecks"
+REVIEWS_PAGE_OPERATION = "PullRequestReviewsPage"
+THREADS_PAGE_OPERATION = "PullRequestThreadsPage"
+THREAD_COMMENTS_OPERATION = "ReviewThreadCommentsPage"
+
+# The fields read of each list item, shared by the batch query and the follow-up pages.
+CONTEXT_FIELDS = """
+fragment CheckContextFields on StatusCheckRollupContext {
+  __typename
+  ... on CheckRun {
+    databaseId
+    name
+    status
+    conclusion
+    detailsUrl
+  }
+  ... on StatusContext {
+    context
+    state
+    description
+    targetUrl
+  }
+}
+"""
+
+REVIEW_FIELDS = """
+fragment ReviewFields on PullRequestReview {
+  id
+  databaseId
+  author {
+    __typename
+    login
+  }
+  state
+  body
+  commit {
+    oid
+  }
+  submittedAt
+}
+"""
+
+COMMENT_FIELDS = """
+fragment ThreadCommentFields on PullRequestReviewComment {
+  id
+  databaseId
+  author {
+    __typename
+    login
+  }
+  body
+  createdAt
+  diffHunk
+}
+"""
+
+THREAD_FIELDS = f"""
+fragment ThreadFields on PullRequestReviewThread {{
+  id
+  isResolved
+  isOutdated
+  path
+  line
+  comments(first: {STATE_COMMENTS_PAGE}) {{
+    totalCount
+    pageInfo {{
+      hasNextPage
+      endCursor
+    }}
+    nodes {{
+      ...ThreadCommentFields
+    }}
+  }}
+}}
+"""
+
+# The checks are read from the commit the head branch points at (an object, not a
+# connection, so it costs nothing extra) and only trusted when that commit is the
+# pull request's headRefOid; ``commits(last: 1)`` is ordered by commit date on GitHub
+# and is not always the head.
+#
 # GitHub has no "unresolved" filter on reviewThreads: the fingerprint fetches one
 # page of bare isResolved flags, which is one request per PR whatever the page size.
+# The head commit's contexts (check runs and statuses, each with its state) make the
+# fingerprint change whenever a check is created, rerun or completed, since check
+# runs do not move the pull request's updatedAt.
 FINGERPRINT_FRAGMENT = f"""
 fragment PullRequestFingerprint on PullRequest {{
   number
   headRefOid
   state
+  isDraft
   updatedAt
   mergeable
   reviewDecision
-  commits(last: 1) {{
-    nodes {{
-      commit {{
+  headRef {{
+    target {{
+      __typename
+      ... on Commit {{
         oid
         statusCheckRollup {{
           state
+          contexts(first: {STATE_CONTEXTS_PAGE}) {{
+            totalCount
+            pageInfo {{
+              hasNextPage
+            }}
+            nodes {{
+              __typename
+              ... on CheckRun {{
+                databaseId
+                status
+                conclusion
+              }}
+              ... on StatusContext {{
+                context
+                state
+              }}
+            }}
+          }}
         }}
       }}
     }}
@@ -67,11 +174,30 @@ fragment PullRequestFingerprint on PullRequest {{
 }}
 """
 
-STATE_FRAGMENT = f"""
+ROLLUP_FIELDS = f"""
+fragment RollupFields on StatusCheckRollup {{
+  state
+  contexts(first: {STATE_CONTEXTS_PAGE}) {{
+    totalCount
+    pageInfo {{
+      hasNextPage
+      endCursor
+    }}
+    nodes {{
+      ...CheckContextFields
+    }}
+  }}
+}}
+"""
+
+STATE_FRAGMENT = (
+    f"""
 fragment PullRequestState on PullRequest {{
+  id
   number
   headRefOid
   state
+  isDraft
   updatedAt
   mergeable
   reviewDecision
@@ -82,18 +208,7 @@ fragment PullRequestState on PullRequest {{
       startCursor
     }}
     nodes {{
-      id
-      databaseId
-      author {{
-        __typename
-        login
-      }}
-      state
-      body
-      commit {{
-        oid
-      }}
-      submittedAt
+      ...ReviewFields
     }}
   }}
   reviewThreads(first: {STATE_THREADS_PAGE}) {{
@@ -103,54 +218,51 @@ fragment PullRequestState on PullRequest {{
       endCursor
     }}
     nodes {{
-      id
-      isResolved
-      isOutdated
-      path
-      line
-      comments(first: {STATE_COMMENTS_PAGE}) {{
-        totalCount
-        nodes {{
-          id
-          databaseId
-          author {{
-            __typename
-            login
-          }}
-          body
-          createdAt
-          diffHunk
+      ...ThreadFields
+    }}
+  }}
+  headRef {{
+    target {{
+      __typename
+      ... on Commit {{
+        oid
+        statusCheckRollup {{
+          ...RollupFields
         }}
       }}
     }}
   }}
-  commits(last: 1) {{
-    nodes {{
-      commit {{
+}}
+"""
+    + REVIEW_FIELDS
+    + THREAD_FIELDS
+    + COMMENT_FIELDS
+    + ROLLUP_FIELDS
+    + CONTEXT_FIELDS
+)
+
+_RATE = "  rateLimit {\n    cost\n    remaining\n    resetAt\n  }\n"
+
+HEAD_CHECKS_PAGE = (
+    f"""
+query {HEAD_CHECKS_OPERATION}(
+  $owner: String!, $name: String!, $oid: GitObjectID!, $after: String
+) {{
+{_RATE}  repository(owner: $owner, name: $name) {{
+    object(oid: $oid) {{
+      __typename
+      ... on Commit {{
         oid
         statusCheckRollup {{
           state
-          contexts(first: {STATE_CONTEXTS_PAGE}) {{
+          contexts(first: {STATE_CONTEXTS_PAGE}, after: $after) {{
             totalCount
             pageInfo {{
               hasNextPage
               endCursor
             }}
             nodes {{
-              __typename
-              ... on CheckRun {{
-                databaseId
-                name
-                status
-                conclusion
-                detailsUrl
-              }}
-              ... on StatusContext {{
-                context
-                state
-                description
-                targetUrl
-              }}
+              ...CheckContextFields
             }}
           }}
         }}
@@ -159,6 +271,77 @@ fragment PullRequestState on PullRequest {{
   }}
 }}
 """
+    + CONTEXT_FIELDS
+)
+
+REVIEWS_PAGE = (
+    f"""
+query {REVIEWS_PAGE_OPERATION}($owner: String!, $name: String!, $number: Int!, $before: String) {{
+{_RATE}  repository(owner: $owner, name: $name) {{
+    pullRequest(number: $number) {{
+      reviews(last: {STATE_REVIEWS_PAGE}, before: $before) {{
+        totalCount
+        pageInfo {{
+          hasPreviousPage
+          startCursor
+        }}
+        nodes {{
+          ...ReviewFields
+        }}
+      }}
+    }}
+  }}
+}}
+"""
+    + REVIEW_FIELDS
+)
+
+THREADS_PAGE = (
+    f"""
+query {THREADS_PAGE_OPERATION}($owner: String!, $name: String!, $number: Int!, $after: String) {{
+{_RATE}  repository(owner: $owner, name: $name) {{
+    pullRequest(number: $number) {{
+      reviewThreads(first: {STATE_THREADS_PAGE}, after: $after) {{
+        totalCount
+        pageInfo {{
+          hasNextPage
+          endCursor
+        }}
+        nodes {{
+          ...ThreadFields
+        }}
+      }}
+    }}
+  }}
+}}
+"""
+    + THREAD_FIELDS
+    + COMMENT_FIELDS
+)
+
+THREAD_COMMENTS_PAGE = (
+    f"""
+query {THREAD_COMMENTS_OPERATION}($thread: ID!, $after: String) {{
+{_RATE}  node(id: $thread) {{
+    __typename
+    ... on PullRequestReviewThread {{
+      id
+      comments(first: {THREAD_COMMENTS_PAGE_SIZE}, after: $after) {{
+        totalCount
+        pageInfo {{
+          hasNextPage
+          endCursor
+        }}
+        nodes {{
+          ...ThreadCommentFields
+        }}
+      }}
+    }}
+  }}
+}}
+"""
+    + COMMENT_FIELDS
+)
 
 RESOLVE_REVIEW_THREAD = f"""
 mutation {RESOLVE_THREAD_OPERATION}($threadId: ID!) {{
@@ -183,6 +366,44 @@ mutation {REPLY_TO_THREAD_OPERATION}($threadId: ID!, $body: String!) {{
       }}
       body
       createdAt
+    }}
+  }}
+}}
+"""
+
+
+MARK_READY_FOR_REVIEW = f"""
+mutation {MARK_READY_OPERATION}($pullRequestId: ID!) {{
+  markPullRequestReadyForReview(input: {{pullRequestId: $pullRequestId}}) {{
+    pullRequest {{
+      id
+      isDraft
+    }}
+  }}
+}}
+"""
+
+
+COMMENT_EDITOR = f"""
+query {COMMENT_EDITOR_OPERATION}($id: ID!) {{
+  rateLimit {{
+    cost
+    remaining
+    resetAt
+  }}
+  node(id: $id) {{
+    __typename
+    ... on IssueComment {{
+      id
+      author {{
+        __typename
+        login
+      }}
+      lastEditedAt
+      editor {{
+        __typename
+        login
+      }}
     }}
   }}
 }}
@@ -265,6 +486,58 @@ def reply_to_thread_request(thread_id: str, body: str) -> GraphQLRequest:
     )
 
 
+def head_checks_request(
+    owner: str, name: str, oid: str, after: str | None = None
+) -> GraphQLRequest:
+    """One page of the check contexts of the commit ``oid`` (100 a page)."""
+    return GraphQLRequest(
+        HEAD_CHECKS_OPERATION,
+        HEAD_CHECKS_PAGE,
+        {"owner": owner, "name": name, "oid": oid, "after": after},
+    )
+
+
+def reviews_page_request(owner: str, name: str, number: int, before: str) -> GraphQLRequest:
+    """The reviews of a pull request before the cursor ``before`` (50 a page)."""
+    return GraphQLRequest(
+        REVIEWS_PAGE_OPERATION,
+        REVIEWS_PAGE,
+        {"owner": owner, "name": name, "number": number, "before": before},
+    )
+
+
+def threads_page_request(owner: str, name: str, number: int, after: str) -> GraphQLRequest:
+    """The review threads of a pull request after the cursor ``after`` (50 a page)."""
+    return GraphQLRequest(
+        THREADS_PAGE_OPERATION,
+        THREADS_PAGE,
+        {"owner": owner, "name": name, "number": number, "after": after},
+    )
+
+
+def thread_comments_request(thread_id: str, after: str | None) -> GraphQLRequest:
+    """The comments of one review thread after the cursor ``after`` (100 a page)."""
+    return GraphQLRequest(
+        THREAD_COMMENTS_OPERATION, THREAD_COMMENTS_PAGE, {"thread": thread_id, "after": after}
+    )
+
+
+def mark_ready_request(pull_request_id: str) -> GraphQLRequest:
+    """Take a draft pull request (by its node id) out of draft."""
+    if not pull_request_id:
+        raise ValueError("pull_request_id must be a non-empty pull request node id")
+    return GraphQLRequest(
+        MARK_READY_OPERATION, MARK_READY_FOR_REVIEW, {"pullRequestId": pull_request_id}
+    )
+
+
+def comment_editor_request(node_id: str) -> GraphQLRequest:
+    """Who last edited one issue comment, and when (by its node id)."""
+    if not node_id:
+        raise ValueError("node_id must be a non-empty issue comment node id")
+    return GraphQLRequest(COMMENT_EDITOR_OPERATION, COMMENT_EDITOR, {"id": node_id})
+
+
 def product_documents() -> dict[str, str]:
     """Every distinct document shape the product sends, by a descriptive name.
 
@@ -278,6 +551,12 @@ def product_documents() -> dict[str, str]:
         f"state_{MAX_STATE_BATCH}": state_query(MAX_STATE_BATCH),
         "resolve_review_thread": RESOLVE_REVIEW_THREAD,
         "reply_to_review_thread": REPLY_TO_REVIEW_THREAD,
+        "mark_ready_for_review": MARK_READY_FOR_REVIEW,
+        "head_checks_page": HEAD_CHECKS_PAGE,
+        "reviews_page": REVIEWS_PAGE,
+        "threads_page": THREADS_PAGE,
+        "thread_comments_page": THREAD_COMMENTS_PAGE,
+        "comment_editor": COMMENT_EDITOR,
     }
 
 

@@ -160,16 +160,19 @@ class SideEffectGate:
         """Why a kill switch stops this effect now, or None."""
         if self.switches.local_file_active():
             return f"the local kill-switch file {self.switches.kill_switch_file} exists"
+        # A merge cannot be undone: its switches are read from GitHub right now, always.
+        force = effect.kind is SideEffectKind.MERGE_PR
         repo = effect.issue.repo
         state = self.switches.repo_switch(repo)
-        if state is None or not _is_fresh(state.read_at, self.switches.max_age_s):
-            self.switches.note_repo(repo, self._repo_stopped(repo, view))
+        if force or state is None or not _is_fresh(state.read_at, self.switches.max_age_s):
+            read_at = time.monotonic()
+            self.switches.note_repo(repo, self._repo_stopped(repo, view), read_at=read_at)
             state = self.switches.repo_switch(repo)
         if state is not None and state.stopped:
             label = view.flow.repo_kill_switch_label
             return f"an open issue carries the repository stop label {label}"
         labels = self.switches.issue_labels(effect.issue)
-        if labels is None or not labels.fresh(self.switches.max_age_s):
+        if force or labels is None or not labels.fresh(self.switches.max_age_s):
             labels = self._read_labels(effect, row)
         stop = view.flow.kill_switch_label.casefold()
         if stop in {label.casefold() for label in labels.issue}:
@@ -188,13 +191,12 @@ class SideEffectGate:
 
     def _read_labels(self, effect: SideEffect, row: RecordRow | None) -> IssueLabels:
         ref = effect.issue
+        read_at = time.monotonic()
         issue = self._labels_of(ref.repo, ref.number)
         pr_ref = row.record.workpad.pr if row is not None else None
         pr = self._labels_of(ref.repo, pr_ref.number) if pr_ref is not None else frozenset()
-        self.switches.note_issue(ref, issue, pr)
-        labels = self.switches.issue_labels(ref)
-        assert labels is not None
-        return labels
+        self.switches.note_issue(ref, issue, pr, read_at=read_at)
+        return IssueLabels(issue, pr, read_at)
 
     def _labels_of(self, repo: str, number: int) -> frozenset[str]:
         data = self.github.client.request(

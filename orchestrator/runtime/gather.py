@@ -11,13 +11,13 @@ An issue the store does not know yet is looked up in its workpad comment first.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from orchestrator.domain.flow_blocked import REPLY_RESUMES
-from orchestrator.domain.phases import Phase, WaitingReason
+from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import ApprovalSource
 from orchestrator.domain.snapshot import (
     Actor,
@@ -30,17 +30,16 @@ from orchestrator.domain.snapshot import (
     PullRequest,
     RunningAgent,
     Snapshot,
-    StoredRecord,
     TrackedIssue,
 )
-from orchestrator.domain.workpad import WorkpadStatus, parse_workpad
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.outcomes import ApprovalActor
 from orchestrator.github.prstate import inspect_pr_state
 from orchestrator.logs import get_logger
-from orchestrator.runtime.records import RecordRow, RecordStore, RecoveryNote
+from orchestrator.runtime.records import RecordRow, RecordStore
 from orchestrator.runtime.switches import SwitchBoard
 from orchestrator.runtime.wiring import GitHubAccess, PolicyView, parse_time
+from orchestrator.runtime.workpad_recovery import WorkpadRecovery
 
 log = get_logger(__name__)
 
@@ -65,11 +64,14 @@ class SnapshotBuilder:
         self.switches = switches
         # Candidates whose comments were searched for a workpad and had none (this process).
         self._no_workpad: set[IssueRef] = set()
+        self._recovery = WorkpadRecovery(github, records)
 
     def build(self, view: PolicyView, now: datetime, running: tuple[RunningAgent, ...]) -> Gathered:
         """Read everything one plan needs; raises RateLimited when the budget is spent."""
         github = self.github
         repo = view.repo
+        # Labels are as fresh as the first read that brought them, not as the moment noted.
+        read_at = time.monotonic()
         candidates = {issue.ref: issue for issue in github.tracker.fetch_candidates()}
         rows = self.records.load(repo)
         for ref, issue in candidates.items():
@@ -85,7 +87,7 @@ class SnapshotBuilder:
         carriers = self._label_carriers(repo, self._watched_labels(view))
         repo_stop = view.flow.repo_kill_switch_label
         stopped = bool(carriers.get(repo_stop))
-        self.switches.note_repo(repo, stopped)
+        self.switches.note_repo(repo, stopped, read_at=read_at)
         prs = self._pull_requests(view, issues, live, carriers)
 
         items: list[IssueSnapshot] = []
@@ -97,7 +99,7 @@ class SnapshotBuilder:
             issue = self._with_details(view, tracked, pr, row)
             pr = self._pr_with_events(view, pr) if pr is not None else None
             self.switches.note_issue(
-                ref, issue.labels, pr.labels if pr is not None else frozenset()
+                ref, issue.labels, pr.labels if pr is not None else frozenset(), read_at=read_at
             )
             items.append(IssueSnapshot(issue, row.record if row is not None else None, pr))
         switches = KillSwitches(
@@ -250,61 +252,9 @@ class SnapshotBuilder:
         self, view: PolicyView, issue: TrackedIssue, now: datetime
     ) -> RecordRow | None:
         """An issue the store does not know: rebuild its record from its workpad comment."""
-        ref = issue.ref
-        if ref in self._no_workpad:
+        if issue.ref in self._no_workpad:
             return None
-        marker = view.flow.workpad_marker
-        comment = self._own_marked_comment(view.repo, ref.number, marker)
-        if comment is None:
-            self._no_workpad.add(ref)
-            return None
-        parsed = parse_workpad(
-            str(comment.get("body") or ""),
-            marker=marker,
-            default_phase=view.flow.default_phase,
-            now=now,
-        )
-        if parsed.status is WorkpadStatus.MISSING:
-            self._no_workpad.add(ref)
-            return None
-        workpad = parsed.record
-        recovery = None
-        if parsed.status is WorkpadStatus.RECOVERED:
-            record = StoredRecord(
-                phase=Phase.BLOCKED,
-                phase_since=now,
-                workpad=workpad,
-                waiting_reason=WaitingReason.METADATA_RECOVERY_REQUIRED,
-            )
-            recovery = RecoveryNote(raw=parsed.raw or "", problem=parsed.problem)
-            log.warning("workpad_untrusted", issue=str(ref), problem=parsed.problem)
-        else:
-            record = StoredRecord(
-                phase=workpad.phase,
-                phase_since=workpad.waiting.since or now,
-                workpad=workpad,
-                rework_cycles=workpad.rework_cycles,
-                waiting_reason=workpad.waiting.reason,
-                mirrored_workpad=workpad,
-            )
-            log.info("workpad_recovered", issue=str(ref), phase=workpad.phase.value)
-        return self.records.create(
-            ref,
-            title=issue.title,
-            record=record,
-            now=now,
-            reason="recovered from the workpad comment",
-            labels=sorted(issue.labels),
-            recovery=recovery,
-        )
-
-    def _own_marked_comment(self, repo: str, number: int, marker: str) -> dict[str, Any] | None:
-        items = self.github.client.paginate(
-            f"/repos/{repo}/issues/{number}/comments", conditional=True
-        )
-        login = self.github.login
-        for item in items:
-            user = item.get("user") or {}
-            if user.get("login") == login and marker in str(item.get("body") or ""):
-                return dict(item)
-        return None
+        row, absent = self._recovery.recover(view, issue, now)
+        if absent:
+            self._no_workpad.add(issue.ref)
+        return row

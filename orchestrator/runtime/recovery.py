@@ -23,6 +23,7 @@ from orchestrator.domain.record_updates import EffectResult, apply_effect_result
 from orchestrator.domain.review import REVIEW_COMMENT_MARKER
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.github.errors import GitHubError, RateLimited
+from orchestrator.github.gateway import carries_marker, same_account
 from orchestrator.github.outcomes import PRInfo
 from orchestrator.logs import get_logger
 from orchestrator.runtime.records import RecordStore
@@ -114,7 +115,8 @@ class IntentChecker:
         )
         for item in items:
             text = str(item.get("body") or "")
-            if (item.get("user") or {}).get("login") != login or marker not in text:
+            author = (item.get("user") or {}).get("login")
+            if not same_account(author, login) or not carries_marker(text, marker):
                 continue
             if body is None or text == body:
                 return _ok(comment_id=int(item["id"]))

@@ -62,13 +62,34 @@ class SwitchBoard:
         else:
             self.kill_switch_file.unlink(missing_ok=True)
 
-    def note_issue(self, ref: IssueRef, issue: frozenset[str], pr: frozenset[str]) -> None:
-        with self._lock:
-            self._issues[ref] = IssueLabels(issue, pr, time.monotonic())
+    def note_issue(
+        self,
+        ref: IssueRef,
+        issue: frozenset[str],
+        pr: frozenset[str],
+        *,
+        read_at: float | None = None,
+    ) -> None:
+        """Labels as GitHub showed them at ``read_at`` (monotonic; default: now).
 
-    def note_repo(self, repo: str, stopped: bool) -> None:
+        ``read_at`` is when the request that brought them was sent, not when they
+        are noted: a tick that read labels and noted them seconds later must not
+        make them look fresher than they are. A read older than the one held is
+        dropped.
+        """
+        moment = time.monotonic() if read_at is None else read_at
         with self._lock:
-            self._repos[repo] = RepoSwitch(stopped, time.monotonic())
+            held = self._issues.get(ref)
+            if held is None or held.read_at <= moment:
+                self._issues[ref] = IssueLabels(issue, pr, moment)
+
+    def note_repo(self, repo: str, stopped: bool, *, read_at: float | None = None) -> None:
+        """Whether the repository-wide stop label was on an open issue at ``read_at``."""
+        moment = time.monotonic() if read_at is None else read_at
+        with self._lock:
+            held = self._repos.get(repo)
+            if held is None or held.read_at <= moment:
+                self._repos[repo] = RepoSwitch(stopped, moment)
 
     def issue_labels(self, ref: IssueRef) -> IssueLabels | None:
         with self._lock:

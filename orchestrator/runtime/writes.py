@@ -121,6 +121,7 @@ class GitHubWrites:
             SideEffectKind.RESOLVE_THREAD: self._resolve_thread,
             SideEffectKind.REQUEST_REVIEW: self._request_review,
             SideEffectKind.POST_COMMENT: self._post_comment,
+            SideEffectKind.MARK_PR_READY: self._mark_ready,
             SideEffectKind.MERGE_PR: self._merge,
             SideEffectKind.CLOSE_ISSUE: self._close_issue,
         }
@@ -216,9 +217,43 @@ class GitHubWrites:
         )
         return _problem(result) or _ok(changed=int(bool(result)))
 
+    def _mark_ready(
+        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+    ) -> EffectResult:
+        result = self.github.gateway.mark_ready_for_review(_text(effect.payload, "node_id"))
+        return _problem(result) or _ok(ready=int(bool(result)))
+
+    def _approval_lapsed(self, effect: SideEffect, target: WriteTarget) -> str | None:
+        """Why the approval the plan saw no longer holds right now (None: it holds).
+
+        Permissions are read fresh, not from the cache: a writer demoted to read
+        a minute ago no longer approves anything. A label approval needs one of
+        its labels still on the issue or the pull request.
+        """
+        payload = effect.payload
+        gateway = self.github.gateway
+        approvers = _names(payload, "approvers")
+        if payload.get("approval_required") and not approvers:
+            return "no approver is recorded for this head"
+        for login in approvers:
+            if not gateway.can_write(target.repo, login, fresh=True):
+                return f"the approver {login} no longer has write permission"
+        labels = set(_names(payload, "approval_labels"))
+        if labels:
+            numbers = {target.number, _number(payload, "pr_number")}
+            present: set[str] = set()
+            for number in numbers:
+                present |= gateway.issue_labels(target.repo, number)
+            if labels.isdisjoint(present):
+                return "the approval label was removed"
+        return None
+
     def _merge(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
         payload = effect.payload
         head = _text(payload, "head_sha")
+        lapsed = self._approval_lapsed(effect, target)
+        if lapsed is not None:
+            return _failed(f"not merged: {lapsed}")
         result = self.github.gateway.merge_if_head_matches(
             target.repo,
             _number(payload, "pr_number"),

@@ -21,6 +21,7 @@ from typing import Any
 from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.runtime.daemon import Daemon
+from orchestrator.sim.clock import parse_time
 from orchestrator.sim.testing import Account, SimWorld
 
 SIM_AGENT = f"{shlex.quote(sys.executable)} -m orchestrator.sim.agent"
@@ -250,9 +251,29 @@ class Flow:
         )
 
     def approve(self, number: int, as_user: str | None = None) -> None:
+        """Add the approval label, as a human would: after the current head appeared.
+
+        GitHub stamps events in whole seconds and an approval label counts only when
+        it was added strictly after the head was first seen, so this waits for the
+        next second when the head appeared in the current one.
+        """
+        self.wait_past_head(number)
         self.world.control.add_labels(
             self.world.repo, number, [APPROVAL_LABEL], as_user=as_user or self.human.login
         )
+
+    def wait_past_head(self, number: int) -> None:
+        """Sleep until GitHub's clock is in a later second than the head's first sighting."""
+        record = self.record(number)
+        seen = record.head_seen if record is not None else None
+        moments = [seen.since.timestamp()] if seen is not None else []
+        if record is not None and record.workpad.pr is not None:
+            updated = self.pull(record.workpad.pr.number).get("updated_at")
+            if updated:
+                moments.append(parse_time(str(updated)).timestamp())
+        if moments:
+            while time.time() < max(moments) + 1.0:
+                time.sleep(0.05)
 
     def push_as_human(self, branch: str, content: str = "human change\n") -> str:
         return str(
