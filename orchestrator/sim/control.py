@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
@@ -134,12 +135,24 @@ class ControlClient:
         path = f"{self._repo(repo)}/issues/{number}/comments"
         return int(self.request("POST", path, {"as": as_user, "body": body})["id"])
 
+    def edit_comment(self, repo: str, comment_id: int, body: str, *, as_user: str) -> None:
+        """Replace a conversation comment's body as someone (they become its editor)."""
+        path = f"{self._repo(repo)}/comments/{comment_id}"
+        self.request("PATCH", path, {"as": as_user, "body": body})
+
     # ------------------------------------------------------------------ pulls
 
     def create_pull(
-        self, repo: str, title: str, head: str, *, as_user: str, base: str | None = None
+        self,
+        repo: str,
+        title: str,
+        head: str,
+        *,
+        as_user: str,
+        base: str | None = None,
+        draft: bool = False,
     ) -> int:
-        body = {"as": as_user, "title": title, "head": head, "base": base}
+        body = {"as": as_user, "title": title, "head": head, "base": base, "draft": draft}
         return int(self.request("POST", f"{self._repo(repo)}/pulls", body)["number"])
 
     def review(
@@ -192,21 +205,57 @@ class ControlClient:
         self,
         repo: str,
         branch: str,
-        files: dict[str, str | None],
+        files: Mapping[str, str | None],
         *,
         as_user: str,
         message: str = "Update files",
         start: str | None = None,
+        author_date: str | None = None,
+        committer_date: str | None = None,
     ) -> str:
-        """Commit files on a branch as someone (None deletes a file); return the new SHA."""
+        """Commit files on a branch as someone (None deletes a file); return the new SHA.
+
+        ``author_date`` / ``committer_date`` (ISO 8601) date the commit other than now.
+        """
         payload = {
             "as": as_user,
             "branch": branch,
-            "files": files,
+            "files": dict(files),
             "message": message,
             "start": start,
+            "author_date": author_date,
+            "committer_date": committer_date,
         }
         return str(self.request("POST", f"{self._repo(repo)}/commits", payload)["sha"])
+
+    def protect(
+        self,
+        repo: str,
+        branch: str,
+        *,
+        required_checks: list[str] | None = None,
+        required_approvals: int = 0,
+        dismiss_stale_reviews: bool = False,
+        enforce_admins: bool = False,
+    ) -> dict[str, Any]:
+        """Protect a branch: required checks by name, approvals from writers, and so on."""
+        payload = {
+            "required_checks": required_checks or [],
+            "required_approvals": required_approvals,
+            "dismiss_stale_reviews": dismiss_stale_reviews,
+            "enforce_admins": enforce_admins,
+        }
+        path = f"{self._repo(repo)}/branches/{quote(branch, safe='/')}/protection"
+        result: dict[str, Any] = self.request("PUT", path, payload)
+        return result
+
+    def unprotect(self, repo: str, branch: str) -> None:
+        """Remove a branch's protection."""
+        self.request("DELETE", f"{self._repo(repo)}/branches/{quote(branch, safe='/')}/protection")
+
+    def set_mergeability_delay(self, seconds: float) -> None:
+        """How long (emulator clock) mergeability stays unknown after a head or base moves."""
+        self.request("PUT", "/mergeability", {"seconds": seconds})
 
     def check_run(
         self,

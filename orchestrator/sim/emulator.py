@@ -11,6 +11,7 @@ import secrets
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from orchestrator.logs import get_logger
@@ -18,12 +19,23 @@ from orchestrator.sim.billing import Billing
 from orchestrator.sim.clock import Clock, system_clock
 from orchestrator.sim.errors import Conflict, NotAllowed, Unprocessable
 from orchestrator.sim.faults import FaultInjector
-from orchestrator.sim.gitstore import MERGE_METHODS, GitError, GitStore, Identity, MergeConflict
+from orchestrator.sim.gitstore import (
+    MERGE_METHODS,
+    CommitInfo,
+    GitError,
+    GitStore,
+    Identity,
+    MergeConflict,
+)
 from orchestrator.sim.state import PullRequest, Repo, SimState, User
+from orchestrator.sim.state_protection import PROTECTION_DOCS
 
 log = get_logger(__name__)
 
 SNAPSHOT_NAME = "state.json"
+
+# What GitHub answers (405) to a merge while it is still working out mergeability.
+UNKNOWN_MERGEABILITY = "Base branch was modified. Review and try the merge again."
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +74,8 @@ class Emulator:
         self.blob_secret = secrets.token_hex(16)
         self._stats: dict[str, DiffStats] = {}
         self._stats_lock = threading.Lock()
-        self.state.mergeability_probe = self._mergeability
-        self.state.diff_hunk_probe = self._diff_hunk
+        self._commits: dict[str, list[CommitInfo]] = {}
+        self.state.git = _RepoGit(self)
         state_dir.mkdir(parents=True, exist_ok=True)
         if persist and self.snapshot_path.exists():
             self.state.load(self.snapshot_path)
@@ -91,25 +103,31 @@ class Emulator:
         email = user.email or f"{user.id}+{user.login}@users.noreply.github.com"
         return Identity(user.name or user.login, email)
 
-    def _mergeability(self, repo: Repo, base_sha: str, head_sha: str) -> bool | None:
-        return self.git.merges_cleanly(self.repo_path(repo), base_sha, head_sha)
+    def commits_between(self, repo: Repo, base: str, head: str) -> list[CommitInfo]:
+        """The commits of ``base..head`` oldest first, cached per pair of SHAs."""
+        key = f"{repo.id}:{base}:{head}"
+        with self._stats_lock:
+            cached = self._commits.get(key)
+        if cached is not None:
+            return list(cached)
+        try:
+            infos = self.git.commit_infos_between(self.repo_path(repo), base, head)
+        except GitError:
+            return []
+        with self._stats_lock:
+            self._commits[key] = infos
+        return list(infos)
 
-    def _diff_hunk(self, repo: Repo, pr: PullRequest, path: str, line: int) -> str | None:
-        base = repo.branches.get(pr.base_ref)
-        if base is None:
-            return None
-        return self.git.diff_hunk(self.repo_path(repo), base, pr.head_sha, path, line)
-
-    def sync_branches(self, repo: Repo) -> None:
+    def sync_branches(self, repo: Repo, pusher: str | None = None) -> None:
         """Copy branch heads from the bare repository into the state (after a push)."""
         heads = self.git.heads(self.repo_path(repo))
         with self.state.lock:
             for branch in list(repo.branches):
                 if branch not in heads:
-                    self.state.set_branch(repo, branch, None)
+                    self.state.set_branch(repo, branch, None, pusher)
             for branch, sha in heads.items():
                 if repo.branches.get(branch) != sha:
-                    self.state.set_branch(repo, branch, sha)
+                    self.state.set_branch(repo, branch, sha, pusher)
 
     def diff_stats(self, repo: Repo, pr: PullRequest) -> DiffStats:
         """Commits, additions, deletions and changed files between base and head (cached)."""
@@ -186,8 +204,14 @@ class Emulator:
         *,
         message: str,
         start: str | None = None,
+        author_date: datetime | None = None,
+        committer_date: datetime | None = None,
     ) -> str:
-        """Commit ``files`` on ``branch`` as ``author`` (as if they pushed); return the SHA."""
+        """Commit ``files`` on ``branch`` as ``author`` (as if they pushed); return the SHA.
+
+        The commit is dated now unless ``author_date`` / ``committer_date`` say
+        otherwise (a commit made earlier and pushed late).
+        """
         user = self.state.user(author)
         if not files:
             raise Unprocessable.field("Commit", "files", "missing_field", "nothing to commit")
@@ -198,12 +222,13 @@ class Emulator:
                 files,
                 message=message,
                 author=self.identity(user),
-                moment=self.clock(),
+                moment=committer_date or self.clock(),
                 start=start or repo.default_branch,
+                author_moment=author_date,
             )
         except GitError as exc:
             raise Unprocessable.field("Commit", "files", message=str(exc)) from exc
-        self.sync_branches(repo)
+        self.sync_branches(repo, user.login)
         return sha
 
     def merge_pull(
@@ -219,8 +244,11 @@ class Emulator:
     ) -> str:
         """Merge a pull request in the bare repository like GitHub's merge button.
 
-        409 when ``sha`` is not the head, 405 when the pull request cannot be
-        merged (closed, conflicting, or forced unmergeable); returns the new SHA.
+        409 when ``sha`` is not the head; 405 when the pull request cannot be
+        merged: closed, a draft, mergeability not worked out yet, conflicting
+        (or forced unmergeable), or short of its base branch's protection
+        (which an administrator passes unless it enforces admins). Returns the
+        new SHA.
         """
         if method not in MERGE_METHODS:
             raise Unprocessable.field(
@@ -234,9 +262,18 @@ class Emulator:
                 raise NotAllowed("Pull Request is not mergeable")
             if sha is not None and sha != pr.head_sha:
                 raise Conflict("Head branch was modified. Review and try the merge again.")
-            if self.state.mergeable(repo, pr) is False:
+            if pr.draft:
+                raise NotAllowed("Pull Request is still a draft")
+            mergeable = self.state.mergeable(repo, pr)
+            if mergeable is None:
+                raise NotAllowed(UNKNOWN_MERGEABILITY)
+            if mergeable is False:
                 raise NotAllowed("Pull Request is not mergeable")
+            problem = self.state.protection_problem(repo, pr, user.login)
+            if problem is not None:
+                raise NotAllowed(problem, documentation_url=PROTECTION_DOCS)
             head_sha = pr.head_sha
+            base_before = repo.branches.get(pr.base_ref)
             # GitHub's defaults; commit_title and commit_message replace them (rebase keeps
             # each commit's own message).
             if method == "merge":
@@ -257,7 +294,36 @@ class Emulator:
                 )
             except MergeConflict as exc:
                 raise NotAllowed("Pull Request is not mergeable") from exc
-            self.state.set_branch(repo, pr.base_ref, new_sha)
-            self.state.record_merge(repo, number, user.login, new_sha)
+            self.state.set_branch(repo, pr.base_ref, new_sha, user.login)
+            self.state.record_merge(repo, number, user.login, new_sha, base_before)
             log.info("sim_pull_merged", repo=repo.full_name, pull=number, method=method)
             return new_sha
+
+
+class _RepoGit:
+    """The state's view of the bare repositories (`orchestrator.sim.state.GitView`)."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self._emulator = emulator
+
+    def _path(self, repo: Repo) -> Path:
+        return self._emulator.repo_path(repo)
+
+    def merges_cleanly(self, repo: Repo, base_sha: str, head_sha: str) -> bool | None:
+        return self._emulator.git.merges_cleanly(self._path(repo), base_sha, head_sha)
+
+    def diff_hunk(
+        self, repo: Repo, base_sha: str, head_sha: str, path: str, line: int, *, side: str
+    ) -> str | None:
+        return self._emulator.git.diff_hunk(
+            self._path(repo), base_sha, head_sha, path, line, side=side
+        )
+
+    def commits(self, repo: Repo, base_sha: str, head_sha: str) -> list[CommitInfo]:
+        return self._emulator.commits_between(repo, base_sha, head_sha)
+
+    def commit_info(self, repo: Repo, sha: str) -> CommitInfo | None:
+        return self._emulator.git.commit_info(self._path(repo), sha)
+
+    def moved_line(self, repo: Repo, old: str, new: str, path: str, line: int) -> int | None:
+        return self._emulator.git.moved_line(self._path(repo), old, new, path, line)

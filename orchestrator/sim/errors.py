@@ -12,17 +12,31 @@ DOCS_URL = "https://docs.github.com/rest"
 
 
 class SimError(Exception):
-    """A request the emulator refuses, with the status GitHub would answer."""
+    """A request the emulator refuses, with the status GitHub would answer.
+
+    ``errors`` holds GitHub's details: objects naming a resource and field, or
+    plain sentences (some endpoints answer those).
+    """
 
     status = 400
 
-    def __init__(self, message: str, *, errors: list[dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        errors: list[Any] | None = None,
+        documentation_url: str = DOCS_URL,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.errors = errors or []
+        self.documentation_url = documentation_url
 
     def body(self) -> dict[str, Any]:
-        payload: dict[str, Any] = {"message": self.message, "documentation_url": DOCS_URL}
+        payload: dict[str, Any] = {
+            "message": self.message,
+            "documentation_url": self.documentation_url,
+        }
         if self.errors:
             payload["errors"] = self.errors
         payload["status"] = str(self.status)
@@ -52,8 +66,8 @@ class NotFound(SimError):
 
     status = 404
 
-    def __init__(self, what: str = "Not Found") -> None:
-        super().__init__("Not Found")
+    def __init__(self, what: str = "Not Found", *, message: str = "Not Found") -> None:
+        super().__init__(message)
         self.what = what
 
     def __str__(self) -> str:

@@ -24,7 +24,8 @@ from orchestrator.logs import get_logger
 log = get_logger(__name__)
 
 MERGE_METHODS = ("merge", "squash", "rebase")
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_INFO_FORMAT = "%H%x00%T%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B"
 
 
 class GitError(Exception):
@@ -59,6 +60,22 @@ class CommitInfo:
 
 def _git_date(moment: datetime) -> str:
     return f"{int(moment.timestamp())} +0000"
+
+
+def _parse_info(text: str) -> CommitInfo | None:
+    parts = text.split("\x00")
+    if len(parts) < 10:
+        return None
+    return CommitInfo(
+        sha=parts[0],
+        tree=parts[1],
+        parents=tuple(parts[2].split()),
+        author=Identity(parts[3], parts[4]),
+        author_date=parts[5],
+        committer=Identity(parts[6], parts[7]),
+        committer_date=parts[8],
+        message="\x00".join(parts[9:]).rstrip("\n"),
+    )
 
 
 class GitStore:
@@ -106,15 +123,19 @@ class GitStore:
         return done
 
     @staticmethod
-    def _identity_env(author: Identity, committer: Identity, moment: datetime) -> dict[str, str]:
-        date = _git_date(moment)
+    def _identity_env(
+        author: Identity,
+        committer: Identity,
+        moment: datetime,
+        author_moment: datetime | None = None,
+    ) -> dict[str, str]:
         return {
             "GIT_AUTHOR_NAME": author.name,
             "GIT_AUTHOR_EMAIL": author.email,
-            "GIT_AUTHOR_DATE": date,
+            "GIT_AUTHOR_DATE": _git_date(author_moment or moment),
             "GIT_COMMITTER_NAME": committer.name,
             "GIT_COMMITTER_EMAIL": committer.email,
-            "GIT_COMMITTER_DATE": date,
+            "GIT_COMMITTER_DATE": _git_date(moment),
         }
 
     # -------------------------------------------------------------- creation
@@ -162,11 +183,13 @@ class GitStore:
         author: Identity,
         moment: datetime,
         start: str | None = None,
+        author_moment: datetime | None = None,
     ) -> str:
         """Commit file changes (None deletes a file) on ``branch`` and move it; return the SHA.
 
         A missing branch is created from ``start`` (a SHA or branch), or as a
-        root commit when there is no start.
+        root commit when there is no start. ``moment`` is the committer date,
+        ``author_moment`` the author date (``moment`` when absent).
         """
         for name in files:
             if not name or name.startswith("/") or ".." in name.split("/"):
@@ -197,7 +220,7 @@ class GitStore:
                     )
                 tree = self._run(path, "write-tree", env=index_env).stdout.strip()
             parents = ["-p", parent] if parent else []
-            env = self._identity_env(author, author, moment)
+            env = self._identity_env(author, author, moment, author_moment)
             sha = self._run(
                 path, "commit-tree", tree, *parents, "-m", message, env=env
             ).stdout.strip()
@@ -228,28 +251,35 @@ class GitStore:
 
     def commit_info(self, path: Path, sha: str) -> CommitInfo | None:
         """Author, committer, parents, tree and message of one commit, or None if unknown."""
-        fmt = "%H%x00%T%x00%P%x00%an%x00%ae%x00%aI%x00%cn%x00%ce%x00%cI%x00%B"
-        done = self._run(path, "show", "-s", f"--format={fmt}", sha, "--", check=False)
+        if not sha or sha.startswith("-"):
+            return None
+        done = self._run(path, "show", "-s", f"--format={_INFO_FORMAT}", sha, "--", check=False)
         if done.returncode != 0:
             return None
-        parts = done.stdout.split("\x00")
-        if len(parts) < 10:
-            return None
-        return CommitInfo(
-            sha=parts[0],
-            tree=parts[1],
-            parents=tuple(parts[2].split()),
-            author=Identity(parts[3], parts[4]),
-            author_date=parts[5],
-            committer=Identity(parts[6], parts[7]),
-            committer_date=parts[8],
-            message="\x00".join(parts[9:]).rstrip("\n"),
-        )
+        return _parse_info(done.stdout)
 
     def commits_between(self, path: Path, base: str, head: str) -> list[str]:
-        """SHAs reachable from ``head`` but not ``base``, oldest first."""
-        done = self._run(path, "rev-list", "--reverse", f"{base}..{head}")
+        """SHAs reachable from ``head`` but not ``base``, oldest first (parents first)."""
+        done = self._run(path, "rev-list", "--topo-order", "--reverse", f"{base}..{head}")
         return done.stdout.split()
+
+    def commit_infos_between(self, path: Path, base: str, head: str) -> list[CommitInfo]:
+        """`commit_info` of every commit in ``base..head``, oldest first (parents first)."""
+        done = self._run(
+            path,
+            "log",
+            "--topo-order",
+            "--reverse",
+            f"--format={_INFO_FORMAT}%x1e",
+            f"{base}..{head}",
+            "--",
+        )
+        infos = []
+        for record in done.stdout.split("\x1e"):
+            info = _parse_info(record.lstrip("\n"))
+            if info is not None:
+                infos.append(info)
+        return infos
 
     def numstat(self, path: Path, base: str, head: str) -> list[tuple[int, int, str]]:
         """Lines added and removed per file between the merge base of ``base`` and ``head``."""
@@ -282,30 +312,72 @@ class GitStore:
         log.warning("mergeability_unknown", repo=str(path), error=done.stderr.strip())
         return None
 
-    def diff_hunk(self, path: Path, base: str, head: str, file: str, line: int) -> str | None:
-        """GitHub's ``diff_hunk`` for a comment on ``line`` of ``file``: its hunk up to the line."""
+    def diff_hunk(
+        self, path: Path, base: str, head: str, file: str, line: int, *, side: str = "RIGHT"
+    ) -> str | None:
+        """GitHub's ``diff_hunk`` for a comment on ``line`` of ``file``: its hunk up to the line.
+
+        ``line`` counts in the head's file (``RIGHT``) or the base's (``LEFT``);
+        None when that line is not part of the diff.
+        """
         done = self._run(
             path, "diff", "--no-color", "--unified=3", f"{base}...{head}", "--", file, check=False
         )
         if done.returncode != 0:
             return None
+        skipped = "+" if side == "LEFT" else "-"
+        group = 1 if side == "LEFT" else 3
         header: str | None = None
         collected: list[str] = []
         current = 0
         for text in done.stdout.splitlines():
             match = _HUNK.match(text)
             if match:
-                header, collected, current = text, [], int(match.group(1))
+                header, collected, current = text, [], int(match.group(group))
                 continue
             if header is None or text.startswith("\\"):
                 continue
             collected.append(text)
-            if text.startswith("-"):
+            if text.startswith(skipped):
                 continue
             if current == line:
                 return "\n".join([header, *collected])
             current += 1
         return None
+
+    def moved_line(self, path: Path, old: str, new: str, file: str, line: int) -> int | None:
+        """Where ``line`` of ``file`` at commit ``old`` sits at commit ``new``.
+
+        None when a change between them touches that line (or removes the file):
+        a review thread on it is then outdated, as on GitHub.
+        """
+        done = self._run(
+            path, "diff", "--no-color", "--unified=0", old, new, "--", file, check=False
+        )
+        if done.returncode != 0:
+            return None
+        if not done.stdout.strip():
+            return line
+        if any(text.startswith("+++ /dev/null") for text in done.stdout.splitlines()):
+            return None
+        shift = 0
+        for text in done.stdout.splitlines():
+            match = _HUNK.match(text)
+            if not match:
+                continue
+            start = int(match.group(1))
+            removed = int(match.group(2)) if match.group(2) is not None else 1
+            added = int(match.group(4)) if match.group(4) is not None else 1
+            if removed == 0:
+                # Lines added after old line ``start``: they move the lines below.
+                if start < line:
+                    shift += added
+                continue
+            if start <= line <= start + removed - 1:
+                return None
+            if start + removed - 1 < line:
+                shift += added - removed
+        return line + shift
 
     # ---------------------------------------------------------------- writes
 

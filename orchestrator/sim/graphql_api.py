@@ -34,7 +34,13 @@ from graphql.error import GraphQLSyntaxError
 from graphql.execution.values import get_variable_values
 
 from orchestrator.logs import get_logger
-from orchestrator.sim import graphql_checks, graphql_mutations, graphql_pulls, graphql_reviews
+from orchestrator.sim import (
+    graphql_checks,
+    graphql_issues,
+    graphql_mutations,
+    graphql_pulls,
+    graphql_reviews,
+)
 from orchestrator.sim.billing import Billing
 from orchestrator.sim.errors import Forbidden, NotFound, SimError
 from orchestrator.sim.graphql_cost import (
@@ -50,13 +56,22 @@ from orchestrator.sim.graphql_schema import EMULATED_SDL, emulated_schema, githu
 from orchestrator.sim.graphql_support import (
     UNSUPPORTED,
     CheckRunNode,
+    CommentNode,
+    CommitNode,
     Context,
     GraphQLRequestError,
+    IssueCommentNode,
+    IssueNode,
+    PullNode,
+    RefNode,
     Resolver,
+    ReviewNode,
+    RollupNode,
     StatusNode,
+    ThreadNode,
     page_info_resolvers,
 )
-from orchestrator.sim.records import User
+from orchestrator.sim.records import Label, Repo, User
 from orchestrator.sim.state import SimState
 
 __all__ = [
@@ -307,7 +322,8 @@ def _actor_resolvers(type_name: str) -> dict[str, Resolver]:
 
 def _build_resolvers() -> dict[str, Resolver]:
     table: dict[str, Resolver] = {}
-    for module in (graphql_pulls, graphql_reviews, graphql_checks, graphql_mutations):
+    modules = (graphql_pulls, graphql_issues, graphql_reviews, graphql_checks, graphql_mutations)
+    for module in modules:
         table.update(module.resolvers())
     table.update(page_info_resolvers())
     table.update(_actor_resolvers("User"))
@@ -336,11 +352,27 @@ def _resolve_field(source: Any, info: GraphQLResolveInfo[Any], **args: Any) -> A
     return resolver(source, info.context, args)
 
 
+_TYPE_NAMES: dict[type, str] = {
+    CheckRunNode: "CheckRun",
+    StatusNode: "StatusContext",
+    PullNode: "PullRequest",
+    ReviewNode: "PullRequestReview",
+    ThreadNode: "PullRequestReviewThread",
+    CommentNode: "PullRequestReviewComment",
+    IssueNode: "Issue",
+    IssueCommentNode: "IssueComment",
+    CommitNode: "Commit",
+    RefNode: "Ref",
+    RollupNode: "StatusCheckRollup",
+    Repo: "Repository",
+    Label: "Label",
+}
+
+
 def _resolve_type(value: Any, _info: GraphQLResolveInfo[Any], _abstract: Any) -> str:
     if isinstance(value, User):
         return "Bot" if value.bot else "User"
-    if isinstance(value, CheckRunNode):
-        return "CheckRun"
-    if isinstance(value, StatusNode):
-        return "StatusContext"
-    raise TypeError(f"no GraphQL type for {type(value).__name__}")
+    name = _TYPE_NAMES.get(type(value))
+    if name is None:
+        raise TypeError(f"no GraphQL type for {type(value).__name__}")
+    return name

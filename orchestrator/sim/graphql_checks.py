@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
+from orchestrator.sim.clock import format_time, parse_time
+from orchestrator.sim.gitstore import CommitInfo
 from orchestrator.sim.graphql_support import (
-    UNSUPPORTED,
     CheckRunNode,
     CommitNode,
     Context,
-    Edge,
     GraphQLRequestError,
     Page,
     PullNode,
@@ -18,28 +20,42 @@ from orchestrator.sim.graphql_support import (
     StatusNode,
     actor,
     connection_resolvers,
-    cursor_for,
     node_id,
     paginate,
     upper,
 )
+from orchestrator.sim.records import CheckRun
 
 
-def _pull_commits(node: PullNode, _: Context, args: dict[str, Any]) -> Page:
-    # The state keeps branch heads, not commit lists: only the head commit is known.
-    last = args.get("last")
-    if last not in (0, 1):
-        raise GraphQLRequestError(
-            "The emulator lists only a pull request's head commit: ask for commits(last: 1).",
-            UNSUPPORTED,
-        )
-    items = [CommitNode(node.repo, node.pr.head_sha)] if last == 1 else []
-    return Page(
-        edges=tuple(Edge(cursor_for(0), item) for item in items),
-        total=len(items),
-        has_next=False,
-        has_previous=False,
-    )
+def _pull_commits(node: PullNode, ctx: Context, args: dict[str, Any]) -> Page:
+    """The pull request's commits in GitHub's order: by author date, ties in branch order.
+
+    So ``commits(last: 1)`` is the newest-dated commit, which is not the head
+    when the head was made before (and pushed after) another commit.
+    """
+    infos = ctx.state.pull_commits(node.repo, node.pr)
+    if not infos and ctx.state.git is None:
+        items = [CommitNode(node.repo, node.pr.head_sha)]
+    else:
+        items = [CommitNode(node.repo, info.sha, info) for info in infos]
+    return paginate(list(enumerate(items)), args, key=lambda pair: pair[0], wrap=_second)
+
+
+def _second(pair: tuple[int, Any]) -> Any:
+    return pair[1]
+
+
+def _info(node: CommitNode, ctx: Context) -> CommitInfo:
+    info = node.info
+    if info is None and ctx.state.git is not None:
+        info = ctx.state.git.commit_info(node.repo, node.sha)
+    if info is None:
+        raise GraphQLRequestError(f"The emulator has no commit {node.sha}.", "NOT_FOUND")
+    return info
+
+
+def _date(text: str) -> str:
+    return format_time(parse_time(text))
 
 
 def _commit_rollup(node: CommitNode, ctx: Context) -> RollupNode | None:
@@ -59,6 +75,37 @@ def _context_key(item: Any) -> Any:
     return (1, item.status.id)
 
 
+def _run_state(run: CheckRun) -> str:
+    """A check run as GitHub's CheckRunState: its conclusion once completed, else its status."""
+    if run.status == "completed" and run.conclusion is not None:
+        return run.conclusion.upper()
+    return {"requested": "QUEUED"}.get(run.status, run.status.upper())
+
+
+@dataclass(frozen=True)
+class _Counts:
+    check_runs: int
+    check_runs_by_state: list[dict[str, Any]]
+    statuses: int
+    statuses_by_state: list[dict[str, Any]]
+
+
+def _counts(items: list[Any]) -> _Counts:
+    runs = Counter(_run_state(i.run) for i in items if isinstance(i, CheckRunNode))
+    statuses = Counter(i.status.state.upper() for i in items if isinstance(i, StatusNode))
+    return _Counts(
+        check_runs=sum(runs.values()),
+        check_runs_by_state=[{"state": k, "count": v} for k, v in sorted(runs.items())],
+        statuses=sum(statuses.values()),
+        statuses_by_state=[{"state": k, "count": v} for k, v in sorted(statuses.items())],
+    )
+
+
+def _contexts(node: RollupNode, ctx: Context, args: dict[str, Any]) -> Page:
+    items = _rollup_contexts(node, ctx)
+    return paginate(items, args, key=_context_key, extra=_counts(items))
+
+
 def resolvers() -> dict[str, Resolver]:
     """Fields of commits, rollups and their contexts, and PullRequest.commits."""
     table: dict[str, Resolver] = {
@@ -67,13 +114,27 @@ def resolvers() -> dict[str, Resolver]:
         "PullRequestCommit.commit": lambda n, _c, _a: n,
         "Commit.id": lambda n, _c, _a: node_id("Commit", n.repo.id, n.sha),
         "Commit.oid": lambda n, _c, _a: n.sha,
+        "Commit.abbreviatedOid": lambda n, _c, _a: n.sha[:7],
+        "Commit.message": lambda n, c, _a: _info(n, c).message,
+        "Commit.authoredDate": lambda n, c, _a: _date(_info(n, c).author_date),
+        "Commit.committedDate": lambda n, c, _a: _date(_info(n, c).committer_date),
         "Commit.statusCheckRollup": lambda n, c, _a: _commit_rollup(n, c),
         "StatusCheckRollup.id": lambda n, _c, _a: node_id("StatusCheckRollup", n.repo.id, n.sha),
         "StatusCheckRollup.state": lambda n, _c, _a: n.state,
         "StatusCheckRollup.commit": lambda n, _c, _a: CommitNode(n.repo, n.sha),
-        "StatusCheckRollup.contexts": lambda n, c, a: paginate(
-            _rollup_contexts(n, c), a, key=_context_key
+        "StatusCheckRollup.contexts": _contexts,
+        "StatusCheckRollupContextConnection.checkRunCount": lambda p, _c, _a: p.extra.check_runs,
+        "StatusCheckRollupContextConnection.checkRunCountsByState": lambda p, _c, _a: (
+            p.extra.check_runs_by_state
         ),
+        "StatusCheckRollupContextConnection.statusContextCount": lambda p, _c, _a: p.extra.statuses,
+        "StatusCheckRollupContextConnection.statusContextCountsByState": lambda p, _c, _a: (
+            p.extra.statuses_by_state
+        ),
+        "CheckRunStateCount.state": lambda d, _c, _a: d["state"],
+        "CheckRunStateCount.count": lambda d, _c, _a: d["count"],
+        "StatusContextStateCount.state": lambda d, _c, _a: d["state"],
+        "StatusContextStateCount.count": lambda d, _c, _a: d["count"],
         "CheckRun.id": lambda n, _c, _a: n.run.node_id,
         "CheckRun.databaseId": lambda n, _c, _a: n.run.id,
         "CheckRun.name": lambda n, _c, _a: n.run.name,
@@ -94,5 +155,5 @@ def resolvers() -> dict[str, Resolver]:
         "StatusContext.creator": lambda n, c, _a: actor(c.state, n.status.creator),
     }
     table.update(connection_resolvers("StatusCheckRollupContextConnection"))
-    table.update(connection_resolvers("PullRequestCommitConnection", with_edges=False))
+    table.update(connection_resolvers("PullRequestCommitConnection"))
     return table

@@ -10,6 +10,7 @@ from orchestrator.sim.graphql_support import (
     Context,
     GraphQLRequestError,
     Payload,
+    PullNode,
     Resolver,
     ThreadNode,
     repo_visible,
@@ -54,6 +55,26 @@ def _reply_to_review_thread(_: Any, ctx: Context, args: dict[str, Any]) -> Paylo
     return Payload(data.get("clientMutationId"), CommentNode(repo, comment))
 
 
+def _mark_ready_for_review(_: Any, ctx: Context, args: dict[str, Any]) -> Payload:
+    data = args["input"]
+    node_id = data["pullRequestId"]
+    found = ctx.state.find_pull_by_node_id(node_id)
+    if found is None or not repo_visible(ctx.state, found[0], ctx.user):
+        raise GraphQLRequestError(
+            f"Could not resolve to a node with the global id of '{node_id}'", "NOT_FOUND"
+        )
+    repo, pr = found
+    if not ctx.state.has_permission(repo, ctx.user.login, "write"):
+        raise GraphQLRequestError(
+            f"{ctx.user.login} does not have the correct permissions to execute "
+            "`MarkPullRequestReadyForReview`",
+            "FORBIDDEN",
+        )
+    updated = ctx.state.mark_ready_for_review(repo, pr.number, ctx.user.login)
+    log.info("graphql_mutation", operation="markPullRequestReadyForReview", login=ctx.user.login)
+    return Payload(data.get("clientMutationId"), PullNode(repo, updated))
+
+
 def resolvers() -> dict[str, Resolver]:
     """The mutation root's fields and their payloads."""
     return {
@@ -65,4 +86,9 @@ def resolvers() -> dict[str, Resolver]:
             p.client_mutation_id
         ),
         "AddPullRequestReviewThreadReplyPayload.comment": lambda p, _c, _a: p.value,
+        "Mutation.markPullRequestReadyForReview": _mark_ready_for_review,
+        "MarkPullRequestReadyForReviewPayload.clientMutationId": lambda p, _c, _a: (
+            p.client_mutation_id
+        ),
+        "MarkPullRequestReadyForReviewPayload.pullRequest": lambda p, _c, _a: p.value,
     }

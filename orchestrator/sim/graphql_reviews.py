@@ -14,6 +14,7 @@ from orchestrator.sim.graphql_support import (
     connection_resolvers,
     paginate,
 )
+from orchestrator.sim.records import ReviewThread
 
 
 def _sorted_reviews(node: PullNode, ctx: Context) -> list[ReviewNode]:
@@ -43,6 +44,20 @@ def _comment_review(node: CommentNode) -> ReviewNode | None:
     return ReviewNode(node.repo, found) if found is not None else None
 
 
+def _original_line(thread: ReviewThread) -> int | None:
+    return thread.original_line if thread.original_line is not None else thread.line
+
+
+def _comment_line(node: CommentNode) -> int | None:
+    thread = node.repo.threads.get(node.comment.thread_id)
+    return None if thread is not None and thread.outdated else node.comment.line
+
+
+def _comment_original_line(node: CommentNode) -> int | None:
+    thread = node.repo.threads.get(node.comment.thread_id)
+    return _original_line(thread) if thread is not None else node.comment.line
+
+
 def resolvers() -> dict[str, Resolver]:
     """Fields of reviews, threads and review comments, and the PullRequest fields listing them."""
     table: dict[str, Resolver] = {
@@ -68,7 +83,7 @@ def resolvers() -> dict[str, Resolver]:
         "PullRequestReviewThread.line": lambda n, _c, _a: (
             None if n.thread.outdated else n.thread.line
         ),
-        "PullRequestReviewThread.originalLine": lambda n, _c, _a: n.thread.line,
+        "PullRequestReviewThread.originalLine": lambda n, _c, _a: _original_line(n.thread),
         "PullRequestReviewThread.diffSide": lambda n, _c, _a: n.thread.side,
         "PullRequestReviewThread.resolvedBy": lambda n, c, _a: actor(c.state, n.thread.resolved_by),
         "PullRequestReviewThread.comments": lambda n, _c, a: paginate(
@@ -82,8 +97,8 @@ def resolvers() -> dict[str, Resolver]:
         "PullRequestReviewComment.updatedAt": lambda n, _c, _a: n.comment.updated_at,
         "PullRequestReviewComment.diffHunk": lambda n, _c, _a: n.comment.diff_hunk,
         "PullRequestReviewComment.path": lambda n, _c, _a: n.comment.path,
-        "PullRequestReviewComment.line": lambda n, _c, _a: n.comment.line,
-        "PullRequestReviewComment.originalLine": lambda n, _c, _a: n.comment.line,
+        "PullRequestReviewComment.line": lambda n, _c, _a: _comment_line(n),
+        "PullRequestReviewComment.originalLine": lambda n, _c, _a: _comment_original_line(n),
         "PullRequestReviewComment.replyTo": lambda n, _c, _a: _comment_reply_to(n),
         "PullRequestReviewComment.commit": lambda n, _c, _a: CommitNode(
             n.repo, n.comment.commit_id

@@ -35,6 +35,7 @@ scalar GitObjectID
 scalar URI
 
 type Query {
+  node(id: ID!): Node
   rateLimit: RateLimit
   repository(owner: String!, name: String!): Repository
   viewer: User!
@@ -45,6 +46,9 @@ type Mutation {
   addPullRequestReviewThreadReply(
     input: AddPullRequestReviewThreadReplyInput!
   ): AddPullRequestReviewThreadReplyPayload
+  markPullRequestReadyForReview(
+    input: MarkPullRequestReadyForReviewInput!
+  ): MarkPullRequestReadyForReviewPayload
 }
 
 type RateLimit {
@@ -83,7 +87,122 @@ type Repository implements Node {
   name: String!
   nameWithOwner: String!
   isPrivate: Boolean!
+  issue(number: Int!): Issue
+  object(oid: GitObjectID, expression: String): GitObject
   pullRequest(number: Int!): PullRequest
+  pullRequests(
+    states: [PullRequestState!]
+    labels: [String!]
+    headRefName: String
+    baseRefName: String
+    orderBy: IssueOrder
+    after: String
+    before: String
+    first: Int
+    last: Int
+  ): PullRequestConnection!
+}
+
+input IssueOrder {
+  field: IssueOrderField!
+  direction: OrderDirection!
+}
+
+enum IssueOrderField {
+  COMMENTS
+  CREATED_AT
+  UPDATED_AT
+}
+
+enum OrderDirection {
+  ASC
+  DESC
+}
+
+enum IssueState {
+  CLOSED
+  OPEN
+}
+
+type Issue implements Node {
+  id: ID!
+  databaseId: Int
+  number: Int!
+  title: String!
+  body: String!
+  author: Actor
+  state: IssueState!
+  closed: Boolean!
+  closedAt: DateTime
+  createdAt: DateTime!
+  updatedAt: DateTime!
+  labels(after: String, before: String, first: Int, last: Int): LabelConnection
+  comments(after: String, before: String, first: Int, last: Int): IssueCommentConnection!
+}
+
+type Label implements Node {
+  id: ID!
+  name: String!
+  color: String!
+}
+
+type LabelConnection {
+  edges: [LabelEdge]
+  nodes: [Label]
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type LabelEdge {
+  cursor: String!
+  node: Label
+}
+
+type IssueComment implements Node {
+  id: ID!
+  databaseId: Int
+  author: Actor
+  body: String!
+  createdAt: DateTime!
+  updatedAt: DateTime!
+  lastEditedAt: DateTime
+  editor: Actor
+}
+
+type IssueCommentConnection {
+  edges: [IssueCommentEdge]
+  nodes: [IssueComment]
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type IssueCommentEdge {
+  cursor: String!
+  node: IssueComment
+}
+
+type PullRequestConnection {
+  edges: [PullRequestEdge]
+  nodes: [PullRequest]
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type PullRequestEdge {
+  cursor: String!
+  node: PullRequest
+}
+
+interface GitObject {
+  id: ID!
+  oid: GitObjectID!
+}
+
+type Ref implements Node {
+  id: ID!
+  name: String!
+  prefix: String!
+  target: GitObject
 }
 
 enum PullRequestState {
@@ -172,6 +291,7 @@ type PullRequest implements Node {
   closedAt: DateTime
   createdAt: DateTime!
   updatedAt: DateTime!
+  headRef: Ref
   headRefName: String!
   headRefOid: GitObjectID!
   baseRefName: String!
@@ -179,6 +299,8 @@ type PullRequest implements Node {
   mergeStateStatus: MergeStateStatus!
   reviewDecision: PullRequestReviewDecision
   repository: Repository!
+  labels(after: String, before: String, first: Int, last: Int): LabelConnection
+  comments(after: String, before: String, first: Int, last: Int): IssueCommentConnection!
   reviews(after: String, before: String, first: Int, last: Int): PullRequestReviewConnection
   reviewThreads(
     after: String
@@ -186,7 +308,7 @@ type PullRequest implements Node {
     first: Int
     last: Int
   ): PullRequestReviewThreadConnection!
-  commits(last: Int): PullRequestCommitConnection!
+  commits(after: String, before: String, first: Int, last: Int): PullRequestCommitConnection!
 }
 
 type PageInfo {
@@ -279,7 +401,15 @@ type PullRequestReviewComment implements Node {
 }
 
 type PullRequestCommitConnection {
+  edges: [PullRequestCommitEdge]
   nodes: [PullRequestCommit]
+  pageInfo: PageInfo!
+  totalCount: Int!
+}
+
+type PullRequestCommitEdge {
+  cursor: String!
+  node: PullRequestCommit
 }
 
 type PullRequestCommit implements Node {
@@ -287,9 +417,13 @@ type PullRequestCommit implements Node {
   commit: Commit!
 }
 
-type Commit implements Node {
+type Commit implements GitObject & Node {
   id: ID!
   oid: GitObjectID!
+  abbreviatedOid: String!
+  message: String!
+  authoredDate: DateTime!
+  committedDate: DateTime!
   statusCheckRollup: StatusCheckRollup
 }
 
@@ -308,10 +442,41 @@ type StatusCheckRollup implements Node {
 union StatusCheckRollupContext = CheckRun | StatusContext
 
 type StatusCheckRollupContextConnection {
+  checkRunCount: Int!
+  checkRunCountsByState: [CheckRunStateCount!]
   edges: [StatusCheckRollupContextEdge]
   nodes: [StatusCheckRollupContext]
   pageInfo: PageInfo!
+  statusContextCount: Int!
+  statusContextCountsByState: [StatusContextStateCount!]
   totalCount: Int!
+}
+
+enum CheckRunState {
+  ACTION_REQUIRED
+  CANCELLED
+  COMPLETED
+  FAILURE
+  IN_PROGRESS
+  NEUTRAL
+  PENDING
+  QUEUED
+  SKIPPED
+  STALE
+  STARTUP_FAILURE
+  SUCCESS
+  TIMED_OUT
+  WAITING
+}
+
+type CheckRunStateCount {
+  count: Int!
+  state: CheckRunState!
+}
+
+type StatusContextStateCount {
+  count: Int!
+  state: StatusState!
 }
 
 type StatusCheckRollupContextEdge {
@@ -362,6 +527,16 @@ input AddPullRequestReviewThreadReplyInput {
 type AddPullRequestReviewThreadReplyPayload {
   clientMutationId: String
   comment: PullRequestReviewComment
+}
+
+input MarkPullRequestReadyForReviewInput {
+  clientMutationId: String
+  pullRequestId: ID!
+}
+
+type MarkPullRequestReadyForReviewPayload {
+  clientMutationId: String
+  pullRequest: PullRequest
 }
 """
 

@@ -15,10 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.sim.billing import RateSnapshot
+from orchestrator.sim.gitstore import CommitInfo
 from orchestrator.sim.graphql_cost import QueryCost
 from orchestrator.sim.records import (
     CheckRun,
     CommitStatus,
+    Issue,
+    IssueComment,
     PullRequest,
     Repo,
     Review,
@@ -83,10 +86,36 @@ class CommentNode:
 
 
 @dataclass(frozen=True)
-class CommitNode:
-    """A commit of a repository, by SHA."""
+class IssueNode:
+    """An issue (not a pull request) as a GraphQL source."""
 
     repo: Repo
+    issue: Issue
+
+
+@dataclass(frozen=True)
+class IssueCommentNode:
+    """A conversation comment as a GraphQL source."""
+
+    repo: Repo
+    comment: IssueComment
+
+
+@dataclass(frozen=True)
+class CommitNode:
+    """A commit of a repository, by SHA, with its details when already read from git."""
+
+    repo: Repo
+    sha: str
+    info: CommitInfo | None = None
+
+
+@dataclass(frozen=True)
+class RefNode:
+    """A branch and the commit it points at."""
+
+    repo: Repo
+    name: str
     sha: str
 
 
@@ -183,13 +212,15 @@ def paginate(
     *,
     descending: bool = False,
     extra: Any = None,
+    wrap: Callable[[Any], Any] | None = None,
 ) -> Page:
     """Relay pagination over ``items`` (already in order): after/before narrow the list,
     then ``first`` keeps its head and ``last`` its tail.
 
     Cursors carry the item's sort ``key`` (ascending along the list, or
     descending with ``descending``), so a page boundary stays put when items
-    are added or removed elsewhere in the list.
+    are added or removed elsewhere in the list. ``wrap`` turns a listed item
+    into the node the page holds (when the list pairs nodes with their keys).
     """
     keys = [_as_key(key(item)) for item in items]
     start, end = 0, len(items)
@@ -205,7 +236,8 @@ def paginate(
         end = min(end, start + first)
     if last is not None:
         start = max(start, end - last)
-    edges = tuple(Edge(cursor_for(keys[i]), items[i]) for i in range(start, end))
+    unwrap = wrap or (lambda item: item)
+    edges = tuple(Edge(cursor_for(keys[i]), unwrap(items[i])) for i in range(start, end))
     return Page(
         edges=edges,
         total=len(items),

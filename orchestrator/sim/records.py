@@ -33,6 +33,9 @@ CHECK_CONCLUSIONS = frozenset(
 STATUS_STATES = frozenset({"error", "failure", "pending", "success"})
 ANNOTATION_LEVELS = frozenset({"notice", "warning", "failure"})
 
+# What REST appends to a bot account's login (``renovate[bot]``); GraphQL shows the bare name.
+BOT_SUFFIX = "[bot]"
+
 
 def make_node_id(kind: str, number: int) -> str:
     """A global node id in GitHub's legacy shape: base64 of ``0<len>:<Kind><id>``."""
@@ -79,6 +82,14 @@ class User:
             return "Organization"
         return "Bot" if self.bot else "User"
 
+    @property
+    def rest_login(self) -> str:
+        """The login as REST shows it: a bot's carries GitHub's ``[bot]`` suffix.
+
+        ``login`` itself is the bare name, which is how GraphQL shows a bot.
+        """
+        return f"{self.login}{BOT_SUFFIX}" if self.bot else self.login
+
 
 @dataclass(slots=True)
 class Label:
@@ -94,7 +105,11 @@ class Label:
 
 @dataclass(slots=True)
 class IssueComment:
-    """A conversation comment on an issue or a pull request."""
+    """A conversation comment on an issue or a pull request.
+
+    ``editor`` and ``last_edited_at`` name who changed the body last and when
+    (None while it was never edited).
+    """
 
     id: int
     node_id: str
@@ -103,6 +118,8 @@ class IssueComment:
     body: str
     created_at: str
     updated_at: str
+    editor: str | None = None
+    last_edited_at: str | None = None
 
 
 @dataclass(slots=True)
@@ -157,7 +174,11 @@ class PullRequest:
     ``head_sha`` follows the head branch while the pull request is open.
     ``mergeable_override`` forces mergeability (None: compute it from git);
     ``mergeable_cache`` remembers the last computed answer as
-    ``"<base sha>:<head sha>:<0|1>"``.
+    ``"<base sha>:<head sha>:<0|1>"``; ``mergeability_since`` is when GitHub
+    would have started computing it again (the pull request was opened, or
+    its head or base moved), as an ISO time with microseconds.
+    ``merged_base_sha`` is the base head the pull request was merged onto,
+    so its commits can still be listed after the merge.
     """
 
     number: int
@@ -175,6 +196,8 @@ class PullRequest:
     mergeable_override: bool | None = None
     mergeable_cache: str | None = None
     maintainer_can_modify: bool = False
+    mergeability_since: str | None = None
+    merged_base_sha: str | None = None
 
 
 @dataclass(slots=True)
@@ -219,7 +242,12 @@ class ReviewComment:
 
 @dataclass(slots=True)
 class ReviewThread:
-    """A review thread: a file position plus its comments in order, and whether it is resolved."""
+    """A review thread: a file position plus its comments in order, and whether it is resolved.
+
+    ``line`` is where the thread sits on the current head; ``original_line``
+    where it was opened (None in snapshots made before it was recorded: then
+    ``line``). A push that changes the lines under it makes it ``outdated``.
+    """
 
     id: int
     node_id: str
@@ -233,6 +261,7 @@ class ReviewThread:
     resolved: bool = False
     resolved_by: str | None = None
     outdated: bool = False
+    original_line: int | None = None
 
 
 @dataclass(slots=True)
@@ -290,12 +319,30 @@ class CommitStatus:
 
 
 @dataclass(slots=True)
+class BranchProtection:
+    """The rules a protected branch enforces on merges into it.
+
+    ``required_checks`` names the check runs or commit statuses (by name or
+    context) that must pass on the head; ``required_approvals`` counts
+    approving reviews from accounts with write access; ``dismiss_stale_reviews``
+    dismisses approvals when the head moves; ``enforce_admins`` applies the
+    rules to administrators too.
+    """
+
+    required_checks: list[str] = field(default_factory=list)
+    required_approvals: int = 0
+    dismiss_stale_reviews: bool = False
+    enforce_admins: bool = False
+
+
+@dataclass(slots=True)
 class Repo:
     """A repository: permissions, labels, issues and pulls, reviews, checks and branch heads.
 
     ``branches`` maps each branch name to its head SHA as last seen in the bare
     repository; ``permissions`` maps logins to a level in `PERMISSION_LEVELS`
-    (the owner is always admin). Dict keys are ids, numbers or lower-cased names.
+    (the owner is always admin); ``protections`` maps protected branch names to
+    their rules. Dict keys are ids, numbers or lower-cased names.
     """
 
     id: int
@@ -322,6 +369,7 @@ class Repo:
     threads: dict[int, ReviewThread] = field(default_factory=dict)
     check_runs: dict[int, CheckRun] = field(default_factory=dict)
     statuses: list[CommitStatus] = field(default_factory=list)
+    protections: dict[str, BranchProtection] = field(default_factory=dict)
 
     @property
     def full_name(self) -> str:

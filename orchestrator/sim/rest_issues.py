@@ -277,7 +277,7 @@ def update_comment(call: Call) -> Reply:
     with call.state.lock:
         comment = call.state.comment(repo, call.number("comment_id"))
         call.require(repo, "write", unless_author=comment.author)
-        call.state.update_comment(repo, comment.id, body)
+        call.state.update_comment(repo, comment.id, body, editor=call.user.login)
         return Reply(200, call.shapes.comment(repo, comment))
 
 

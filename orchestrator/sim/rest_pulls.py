@@ -8,10 +8,19 @@ from typing import Any
 from orchestrator.sim.api import Call, Reply, RouteSpec, sort_key
 from orchestrator.sim.errors import NotFound, Unprocessable
 from orchestrator.sim.records import PullRequest
-from orchestrator.sim.state import InlineComment
+from orchestrator.sim.state import InlineComment, LineNotInDiff
 
 REPO = "/repos/{owner}/{repo}"
 PULL = REPO + "/pulls/{number:int}"
+
+REVIEW_LINE_NOT_IN_DIFF = (
+    "Pull request review thread line must be part of the diff and "
+    "Pull request review thread diff hunk can't be blank"
+)
+NOT_COLLABORATOR = (
+    "Reviews may only be requested from collaborators. One or more of the users or teams "
+    "you specified is not a collaborator of the {repo} repository."
+)
 
 _REVIEW_EVENTS = {
     "APPROVE": "APPROVED",
@@ -133,17 +142,11 @@ def check_merged(call: Call) -> Reply:
 
 
 def list_pull_commits(call: Call) -> Reply:
+    """The pull request's commits as GitHub lists them: by author date, not branch order."""
     repo = call.repo()
     with call.state.lock:
         pr = call.state.pull(repo, call.number("number"))
-        base = repo.branches.get(pr.base_ref, pr.head_sha)
-        head = pr.head_sha
-    path = call.emulator.repo_path(repo)
-    infos = []
-    for sha in call.emulator.git.commits_between(path, base, head):
-        info = call.emulator.git.commit_info(path, sha)
-        if info is not None:
-            infos.append(info)
+    infos = call.state.pull_commits(repo, pr)
     with call.state.lock:
         return call.paged(infos, lambda info: call.shapes.commit(repo, info))
 
@@ -202,15 +205,19 @@ def create_review(call: Call) -> Reply:
             "event must be APPROVE, REQUEST_CHANGES or COMMENT (pending reviews are not emulated)",
         )
     with call.state.lock:
-        review = call.state.submit_review(
-            repo,
-            call.number("number"),
-            call.user.login,
-            _REVIEW_EVENTS[event],
-            body=call.field(data, "body", str, "PullRequestReview") or "",
-            commit_id=call.field(data, "commit_id", str, "PullRequestReview"),
-            comments=_inline_comments(data),
-        )
+        try:
+            review = call.state.submit_review(
+                repo,
+                call.number("number"),
+                call.user.login,
+                _REVIEW_EVENTS[event],
+                body=call.field(data, "body", str, "PullRequestReview") or "",
+                commit_id=call.field(data, "commit_id", str, "PullRequestReview"),
+                comments=_inline_comments(data),
+            )
+        except LineNotInDiff as exc:
+            # The reviews endpoint words it as sentences, not field objects.
+            raise Unprocessable("Unprocessable Entity", errors=[REVIEW_LINE_NOT_IN_DIFF]) from exc
         return Reply(200, call.shapes.review(repo, review))
 
 
@@ -309,12 +316,8 @@ def request_reviewers(call: Call) -> Reply:
         call.require(repo, "triage", unless_author=issue.author)
         for login in logins:
             user = call.state.find_user(login)
-            if user is None or not call.state.has_permission(repo, user.login, "read"):
-                raise Unprocessable(
-                    "Reviews may only be requested from collaborators. "
-                    "One or more of the users or teams you specified is not a collaborator "
-                    f"of the {repo.full_name} repository."
-                )
+            if user is None or not call.state.is_collaborator(repo, user.login):
+                raise Unprocessable(NOT_COLLABORATOR.format(repo=repo.full_name))
         pr = call.state.request_reviewers(repo, number, call.user.login, logins)
         return Reply(201, call.shapes.pull(repo, pr, full=False))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from orchestrator.sim.api import Call, Reply, RouteSpec
-from orchestrator.sim.errors import Conflict, NotFound, Unprocessable
+from orchestrator.sim.errors import Conflict, Forbidden, NotFound, Unprocessable
 from orchestrator.sim.gitstore import GitError
 from orchestrator.sim.rest_checks import resolve_ref
 from orchestrator.sim.shapes import Shapes
@@ -49,7 +49,10 @@ def get_repo(call: Call) -> Reply:
 
 
 def collaborator_permission(call: Call) -> Reply:
+    """Only accounts with push access may read others' levels, as on GitHub."""
     repo = call.repo()
+    if not call.allowed(repo, "write"):
+        raise Forbidden("Must have push access to view collaborator permission.")
     with call.state.lock:
         user = call.state.find_user(call.params["username"])
         if user is None:
@@ -79,6 +82,21 @@ def get_branch(call: Call) -> Reply:
         raise NotFound("branch")
     with call.state.lock:
         return Reply(200, call.shapes.branch(repo, name, info))
+
+
+def get_branch_protection(call: Call) -> Reply:
+    """A branch's protection; reading it needs admin (others get 404, as on GitHub)."""
+    repo = call.repo()
+    name = call.params["branch"]
+    if not call.allowed(repo, "admin"):
+        raise NotFound("branch protection")
+    with call.state.lock:
+        if name not in repo.branches:
+            raise NotFound(f"branch {name}", message="Branch not found")
+        rules = call.state.protection(repo, name)
+        if rules is None:
+            raise NotFound(f"protection of {name}", message="Branch not protected")
+        return Reply(200, call.shapes.protection(repo, name, rules))
 
 
 def get_commit(call: Call) -> Reply:
@@ -192,6 +210,7 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("GET", REPO, get_repo),
     RouteSpec("GET", REPO + "/collaborators/{username}/permission", collaborator_permission),
     RouteSpec("GET", REPO + "/branches", list_branches),
+    RouteSpec("GET", REPO + "/branches/{branch:path}/protection", get_branch_protection),
     RouteSpec("GET", REPO + "/branches/{branch:path}", get_branch),
     RouteSpec("GET", REPO + "/git/ref/{ref:path}", get_ref),
     RouteSpec("GET", REPO + "/git/matching-refs/{ref:path}", matching_refs),

@@ -16,6 +16,7 @@ from orchestrator.sim.billing import RateSnapshot
 from orchestrator.sim.emulator import Emulator
 from orchestrator.sim.gitstore import CommitInfo
 from orchestrator.sim.records import (
+    BranchProtection,
     CheckAnnotation,
     CheckRun,
     CommitStatus,
@@ -106,15 +107,16 @@ class Shapes:
             if found is None:
                 return None
             user = found
-        url = f"{self.base}/users/{user.login}"
+        login = user.rest_login
+        url = f"{self.base}/users/{login}"
         return {
-            "login": user.login,
+            "login": login,
             "id": user.id,
             "node_id": user.node_id,
             "avatar_url": f"{self.base}/avatars/u/{user.id}?v=4",
             "gravatar_id": "",
             "url": url,
-            "html_url": f"{self.base}/{user.login}",
+            "html_url": f"{self.base}/{'apps/' + user.login if user.bot else login}",
             "followers_url": f"{url}/followers",
             "following_url": f"{url}/following{{/other_user}}",
             "gists_url": f"{url}/gists{{/gist_id}}",
@@ -482,6 +484,9 @@ class Shapes:
         html = f"{self.repo_html(repo)}/pull/{comment.pull_number}#discussion_r{comment.id}"
         thread = repo.threads.get(comment.thread_id)
         outdated = thread is not None and thread.outdated
+        original_line = comment.line
+        if thread is not None and thread.original_line is not None:
+            original_line = thread.original_line
         body: dict[str, Any] = {
             "url": url,
             "pull_request_review_id": comment.review_id,
@@ -509,7 +514,7 @@ class Shapes:
             "original_start_line": None,
             "start_side": None,
             "line": None if outdated else comment.line,
-            "original_line": comment.line,
+            "original_line": original_line,
             "side": comment.side,
             "subject_type": "line",
         }
@@ -721,26 +726,65 @@ class Shapes:
         return {
             "name": name,
             "commit": {"sha": sha, "url": f"{self.repo_url(repo)}/commits/{sha}"},
-            "protected": False,
+            "protected": name in repo.protections,
         }
 
     def branch(self, repo: Repo, name: str, info: CommitInfo) -> dict[str, Any]:
+        """A branch with its protection summary, which anyone who can read the repo sees."""
         url = f"{self.repo_url(repo)}/branches/{quote(name, safe='/')}"
+        rules = repo.protections.get(name)
+        checks = list(rules.required_checks) if rules is not None else []
+        level = "off"
+        if checks:
+            level = "everyone" if rules is not None and rules.enforce_admins else "non_admins"
         return {
             "name": name,
             "commit": self.commit(repo, info),
             "_links": {"self": url, "html": f"{self.repo_html(repo)}/tree/{name}"},
-            "protected": False,
+            "protected": rules is not None,
             "protection": {
-                "enabled": False,
+                "enabled": rules is not None,
                 "required_status_checks": {
-                    "enforcement_level": "off",
-                    "contexts": [],
-                    "checks": [],
+                    "enforcement_level": level,
+                    "contexts": checks,
+                    "checks": [{"context": c, "app_id": None} for c in checks],
                 },
             },
             "protection_url": f"{url}/protection",
         }
+
+    def protection(self, repo: Repo, name: str, rules: BranchProtection) -> dict[str, Any]:
+        """``GET .../branches/{branch}/protection`` for a protected branch."""
+        url = f"{self.repo_url(repo)}/branches/{quote(name, safe='/')}/protection"
+        body: dict[str, Any] = {
+            "url": url,
+            "enforce_admins": {"url": f"{url}/enforce_admins", "enabled": rules.enforce_admins},
+            "required_linear_history": {"enabled": False},
+            "allow_force_pushes": {"enabled": False},
+            "allow_deletions": {"enabled": False},
+            "block_creations": {"enabled": False},
+            "required_conversation_resolution": {"enabled": False},
+            "lock_branch": {"enabled": False},
+            "allow_fork_syncing": {"enabled": False},
+            "required_signatures": {"url": f"{url}/required_signatures", "enabled": False},
+        }
+        if rules.required_checks:
+            body["required_status_checks"] = {
+                "url": f"{url}/required_status_checks",
+                "strict": False,
+                "contexts": list(rules.required_checks),
+                "contexts_url": f"{url}/required_status_checks/contexts",
+                "checks": [{"context": c, "app_id": None} for c in rules.required_checks],
+            }
+        if rules.required_approvals > 0 or rules.dismiss_stale_reviews:
+            body["required_pull_request_reviews"] = {
+                "url": f"{url}/required_pull_request_reviews",
+                "dismiss_stale_reviews": rules.dismiss_stale_reviews,
+                "require_code_owner_reviews": False,
+                "required_approving_review_count": rules.required_approvals,
+                "require_last_push_approval": False,
+            }
+        return body
 
     def git_ref(self, repo: Repo, name: str, sha: str) -> dict[str, Any]:
         ref = f"refs/heads/{name}"

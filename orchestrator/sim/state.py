@@ -4,7 +4,8 @@
 operation that changes them, so the REST routes, the GraphQL executor and the
 control API all see one consistent world. It is assembled from one layer per
 kind of resource (`state_core`, `state_accounts`, `state_issues`,
-`state_checks`, `state_reviews`, `state_pulls`) and adds snapshots. Each public
+`state_checks`, `state_reviews`, `state_protection`, `state_pulls`) and adds
+snapshots. Each public
 method takes the lock itself; a caller that reads several records and wants
 them consistent holds ``state.lock`` around the whole read. Methods raise the
 errors of `orchestrator.sim.errors` (NotFound, Unprocessable ...), never
@@ -21,6 +22,7 @@ from typing import Any
 
 from orchestrator.sim.records import (
     PERMISSION_LEVELS,
+    BranchProtection,
     CheckAnnotation,
     CheckRun,
     CommitStatus,
@@ -38,20 +40,23 @@ from orchestrator.sim.records import (
     parse_node_id,
 )
 from orchestrator.sim.snapshot import from_json, to_json
-from orchestrator.sim.state_core import MergeabilityProbe
+from orchestrator.sim.state_core import GitView, MergeabilityProbe
 from orchestrator.sim.state_pulls import PullsState
-from orchestrator.sim.state_reviews import InlineComment
+from orchestrator.sim.state_reviews import InlineComment, LineNotInDiff
 
 __all__ = [
     "PERMISSION_LEVELS",
+    "BranchProtection",
     "CheckAnnotation",
     "CheckRun",
     "CommitStatus",
+    "GitView",
     "InlineComment",
     "Issue",
     "IssueComment",
     "IssueEvent",
     "Label",
+    "LineNotInDiff",
     "MergeabilityProbe",
     "PullRequest",
     "Repo",
@@ -70,9 +75,9 @@ class SimState(PullsState):
 
     Ids come from one monotonic counter; node ids are derived from them.
     ``version`` increases on every change, so readers can cache renderings.
-    ``mergeability_probe`` is set by the git layer to compute whether a head
-    merges cleanly into its base; ``diff_hunk_probe`` to cut a diff hunk for an
-    inline comment.
+    ``git`` is set by the emulator to read the bare repositories;
+    ``mergeability_delay`` is how long mergeability stays unknown after a
+    pull request's head or base moves.
     """
 
     # --------------------------------------------------------------- snapshot

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchestrator.sim.errors import NotFound, Unprocessable
-from orchestrator.sim.records import PERMISSION_LEVELS, Repo, User, make_node_id
+from orchestrator.sim.records import BOT_SUFFIX, PERMISSION_LEVELS, Repo, User, make_node_id
 from orchestrator.sim.state_core import StateCore
 
 
@@ -22,8 +22,14 @@ class AccountsState(StateCore):
         name: str | None = None,
         email: str | None = None,
     ) -> User:
-        """Create an account; a token may belong to one account only."""
-        if not login or "/" in login or login.strip() != login:
+        """Create an account; a token may belong to one account only.
+
+        A login ending in ``[bot]`` makes a bot account named without the suffix,
+        as GitHub names them (REST shows ``name[bot]``, GraphQL ``name``).
+        """
+        if login.endswith(BOT_SUFFIX) and not organization:
+            login, bot = login[: -len(BOT_SUFFIX)], True
+        if not login or "/" in login or login.strip() != login or "[" in login:
             raise Unprocessable.field("User", "login", message=f"invalid login {login!r}")
         with self.lock:
             key = login.lower()
@@ -51,8 +57,13 @@ class AccountsState(StateCore):
             return user
 
     def find_user(self, login: str) -> User | None:
+        """The account with this login (case-insensitive); a bot answers to both spellings."""
         with self.lock:
-            return self.users.get(login.lower())
+            found = self.users.get(login.lower())
+            if found is None and login.endswith(BOT_SUFFIX):
+                bare = self.users.get(login[: -len(BOT_SUFFIX)].lower())
+                found = bare if bare is not None and bare.bot else None
+            return found
 
     def user(self, login: str) -> User:
         """The account with this login (case-insensitive); NotFound otherwise."""
@@ -138,10 +149,20 @@ class AccountsState(StateCore):
         with self.lock:
             if login is None:
                 return None if repo.private else "read"
-            explicit = repo.permissions.get(login.lower())
+            explicit = repo.permissions.get(self.login_key(login))
             if explicit is not None:
                 return explicit
             return None if repo.private else "read"
+
+    def login_key(self, login: str) -> str:
+        """The key an account is filed under (its bare login, lower case), for any spelling."""
+        found = self.find_user(login)
+        return (found.login if found is not None else login).lower()
+
+    def is_collaborator(self, repo: Repo, login: str) -> bool:
+        """Whether ``login`` was given a level on ``repo`` (the owner of a user's repo is one)."""
+        with self.lock:
+            return self.login_key(login) in repo.permissions
 
     def has_permission(self, repo: Repo, login: str | None, needed: str) -> bool:
         """Whether ``login`` holds at least the ``needed`` level on ``repo``."""

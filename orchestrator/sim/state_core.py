@@ -13,14 +13,40 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from orchestrator.sim.clock import Clock, format_time, system_clock
 from orchestrator.sim.errors import NotFound
-from orchestrator.sim.records import PullRequest, Repo, User
+from orchestrator.sim.gitstore import CommitInfo
+from orchestrator.sim.records import Repo, User
 
 # (repo, base sha, head sha) -> True when the head merges cleanly, None when unknown.
 MergeabilityProbe = Callable[[Repo, str, str], bool | None]
+
+# How long GitHub takes, by default, to work out whether a new head merges (seconds).
+DEFAULT_MERGEABILITY_DELAY = 0.3
+
+
+class GitView(Protocol):
+    """What the state asks of the bare repositories (the emulator answers with git)."""
+
+    def merges_cleanly(self, repo: Repo, base_sha: str, head_sha: str) -> bool | None:
+        """Whether ``head_sha`` merges into ``base_sha`` without conflicts (None: unknown)."""
+
+    def diff_hunk(
+        self, repo: Repo, base_sha: str, head_sha: str, path: str, line: int, *, side: str
+    ) -> str | None:
+        """The diff hunk up to ``line`` of ``path``, None when the line is not in the diff."""
+
+    def commits(self, repo: Repo, base_sha: str, head_sha: str) -> list[CommitInfo]:
+        """The commits of ``base..head``, oldest first (parents before children)."""
+
+    def commit_info(self, repo: Repo, sha: str) -> CommitInfo | None:
+        """One commit, or None when the repository has no such commit."""
+
+    def moved_line(self, repo: Repo, old: str, new: str, path: str, line: int) -> int | None:
+        """Where ``line`` of ``path`` at ``old`` is at ``new``; None when a change touched it."""
+
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -31,9 +57,11 @@ class StateCore:
 
     Ids come from one monotonic counter; node ids are derived from them.
     ``version`` increases on every change, so readers can cache renderings.
-    ``mergeability_probe`` is set by the git layer to compute whether a head
-    merges cleanly into its base; ``diff_hunk_probe`` to cut a diff hunk for an
-    inline comment.
+    ``git`` is set by the emulator to read the bare repositories (mergeability,
+    diff hunks, commit lists); without it the state assumes clean merges and
+    only knows branch heads. ``mergeability_delay`` is how many seconds of the
+    clock a pull request's mergeability stays unknown after it opens or its
+    head or base moves (0: known at once).
     """
 
     def __init__(self, clock: Clock | None = None) -> None:
@@ -42,8 +70,8 @@ class StateCore:
         self.users: dict[str, User] = {}
         self.repos: dict[str, Repo] = {}
         self.version = 0
-        self.mergeability_probe: MergeabilityProbe | None = None
-        self.diff_hunk_probe: Callable[[Repo, PullRequest, str, int], str | None] | None = None
+        self.git: GitView | None = None
+        self.mergeability_delay = DEFAULT_MERGEABILITY_DELAY
         self._tokens: dict[str, str] = {}
         self._ids = itertools.count(1)
         self._last_id = 0
@@ -53,6 +81,10 @@ class StateCore:
     def now(self) -> str:
         """The current time from the injected clock, in GitHub's format."""
         return format_time(self.clock())
+
+    def precise_now(self) -> str:
+        """The current time with microseconds (for delays shorter than a second)."""
+        return self.clock().isoformat()
 
     def new_id(self) -> int:
         """The next id of the single monotonic sequence every record draws from."""

@@ -294,14 +294,21 @@ class IssuesState(AccountsState):
     def comment(self, repo: Repo, comment_id: int) -> IssueComment:
         return self._lookup(repo.comments, comment_id, f"comment {comment_id}")
 
-    def update_comment(self, repo: Repo, comment_id: int, body: str) -> IssueComment:
-        """Replace a comment's body."""
+    def update_comment(
+        self, repo: Repo, comment_id: int, body: str, editor: str | None = None
+    ) -> IssueComment:
+        """Replace a comment's body; a changed body records ``editor`` and when (as GitHub's
+        ``editor`` / ``lastEditedAt``), the author when no editor is named."""
         if not body:
             raise Unprocessable.field("IssueComment", "body", "missing_field")
         with self.lock:
             comment = self.comment(repo, comment_id)
+            now = self.now()
+            if body != comment.body:
+                comment.editor = self.user(editor).login if editor else comment.author
+                comment.last_edited_at = now
             comment.body = body
-            comment.updated_at = self.now()
+            comment.updated_at = now
             self._touch()
             return comment
 

@@ -20,6 +20,25 @@ from orchestrator.sim.state_checks import ChecksState
 from orchestrator.sim.state_core import unique_names
 
 
+class LineNotInDiff(Unprocessable):
+    """An inline comment on a line the pull request's diff does not show: GitHub's 422."""
+
+    MESSAGE = "pull_request_review_thread.line must be part of the diff"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "Validation Failed",
+            errors=[
+                {
+                    "resource": "PullRequestReviewComment",
+                    "code": "custom",
+                    "field": "pull_request_review_thread.line",
+                    "message": self.MESSAGE,
+                }
+            ],
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class InlineComment:
     """An inline comment submitted with a review: it opens a new review thread."""
@@ -75,7 +94,7 @@ class ReviewsState(ChecksState):
             account = self.user(actor)
             for login in unique_names(logins):
                 for present in list(pr.requested_reviewers):
-                    if present.lower() == login.lower():
+                    if present.lower() == self.login_key(login):
                         pr.requested_reviewers.remove(present)
                         self._event(
                             repo,
@@ -158,8 +177,18 @@ class ReviewsState(ChecksState):
         if item.side not in ("LEFT", "RIGHT"):
             raise Unprocessable.field("PullRequestReviewComment", "side", message="LEFT or RIGHT")
         hunk = item.diff_hunk
-        if hunk is None and self.diff_hunk_probe is not None:
-            hunk = self.diff_hunk_probe(repo, pr, item.path, item.line)
+        line: int | None = item.line
+        base_sha = repo.branches.get(pr.base_ref)
+        if hunk is None and self.git is not None and base_sha is not None:
+            hunk = self.git.diff_hunk(
+                repo, base_sha, review.commit_id, item.path, item.line, side=item.side
+            )
+            if hunk is None:
+                raise LineNotInDiff()
+            if review.commit_id != pr.head_sha and item.side == "RIGHT":
+                line = self.git.moved_line(
+                    repo, review.commit_id, pr.head_sha, item.path, item.line
+                )
         hunk = hunk or f"@@ -{item.line},1 +{item.line},1 @@"
         thread_ident = self.new_id()
         thread = ReviewThread(
@@ -167,10 +196,12 @@ class ReviewsState(ChecksState):
             node_id=make_node_id("PullRequestReviewThread", thread_ident),
             pull_number=pr.number,
             path=item.path,
-            line=item.line,
+            line=line if line is not None else item.line,
             side=item.side,
             diff_hunk=hunk,
             commit_id=review.commit_id,
+            original_line=item.line,
+            outdated=line is None,
         )
         repo.threads[thread_ident] = thread
         return self._add_thread_comment(repo, thread, author, item.body, review.id)

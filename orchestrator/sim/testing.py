@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.sim.clock import Clock
+from orchestrator.sim.clock import Clock, ManualClock
 from orchestrator.sim.control import ControlClient
 from orchestrator.sim.server import SimServer
 
@@ -41,7 +42,10 @@ class Account:
 
 @dataclass(frozen=True, slots=True)
 class SimWorld:
-    """A running emulator holding ``repo`` (``owner/name``), the product bot and a human."""
+    """A running emulator holding ``repo`` (``owner/name``), the product's account and a human.
+
+    ``bot`` is the account the product runs as; ``human`` an administrator.
+    """
 
     server: SimServer
     repo: str
@@ -63,6 +67,16 @@ class SimWorld:
     @property
     def name(self) -> str:
         return self.repo.split("/", 1)[1]
+
+    def settle_mergeability(self) -> None:
+        """Let the emulator finish working out mergeability after a push or a new pull request:
+        moves a manual clock past the delay, or waits it out on the system clock."""
+        emulator = self.server.emulator
+        delay = emulator.state.mergeability_delay
+        if isinstance(emulator.clock, ManualClock):
+            emulator.clock.advance(delay)
+        elif delay > 0:
+            time.sleep(delay)
 
     def github(self, account: Account | None = None, **options: Any) -> Any:
         """A PyGithub client for ``account`` (the bot by default) with no client-side pauses."""
@@ -111,15 +125,27 @@ def start_world(
     human_permission: str = "admin",
     clock: Clock | None = None,
     seed: int = 0,
+    bot_is_app: bool = False,
+    mergeability_delay: float | None = None,
 ) -> SimWorld:
-    """Start an emulator and create the repository, bot and human; the caller stops it."""
+    """Start an emulator and create the repository, bot and human; the caller stops it.
+
+    The product's account is a machine user (a personal access token, which
+    can read ``GET /user``) unless ``bot_is_app``: then it is a bot account,
+    which REST shows as ``login[bot]`` with type ``Bot`` and GraphQL as
+    ``login`` with ``__typename: Bot``, and ``world.bot.login`` is the REST
+    spelling. ``mergeability_delay`` overrides the emulator's default.
+    """
     server = SimServer(state_dir, clock=clock, seed=seed).start()
     try:
-        bot = Account(bot_login, make_token())
+        token = make_token()
         human = Account(human_login, make_token())
         control = server.control
-        control.create_user(bot.login, bot.token, bot=True)
+        created = control.create_user(bot_login, token, bot=bot_is_app)
+        bot = Account(str(created["login"]), token)
         control.create_user(human.login, human.token, name="Alice Example")
+        if mergeability_delay is not None:
+            control.set_mergeability_delay(mergeability_delay)
         control.create_repo(
             repo,
             dict(files or DEFAULT_FILES),

@@ -131,6 +131,10 @@ class OpenAPIContract:
             # Some error answers are described without content, yet GitHub sends its
             # usual error object with them: accept exactly that shape.
             pointer = BASIC_ERROR_POINTER
+        return self.schema_errors(pointer, body)
+
+    def schema_errors(self, pointer: str, body: Any) -> list[str]:
+        """Every mismatch between ``body`` and the schema at ``pointer``."""
         validator = Draft202012Validator(
             {"$ref": f"{DOCUMENT_URI}#{pointer}"}, registry=self.registry
         )
@@ -168,6 +172,14 @@ def assert_matches_openapi(method: str, path_template: str, status: int, body: A
             f"{method.upper()} {path_template} -> {status} does not match GitHub's "
             f"description:\n  {listing}"
         )
+
+
+def assert_is_basic_error(body: Any) -> None:
+    """Fail unless ``body`` is GitHub's usual error object (for answers GitHub sends but
+    does not describe for that operation)."""
+    problems = load_contract().schema_errors(BASIC_ERROR_POINTER, body)
+    if problems or not isinstance(body, dict) or "message" not in body:
+        raise ContractError(f"not GitHub's error object: {problems or _preview(body)}")
 
 
 def _escape(part: str) -> str:

@@ -27,7 +27,8 @@ from orchestrator.sim.testing import Account, SimWorld, make_token, running_worl
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimWorld]:
-    with running_world(tmp_path_factory.mktemp("graphql")) as running:
+    # Mergeability is known at once here; tests/sim/test_sim_strict.py covers the delay.
+    with running_world(tmp_path_factory.mktemp("graphql"), mergeability_delay=0) as running:
         yield running
 
 
@@ -37,13 +38,18 @@ class Pull:
     head: str
 
 
+# Changes both lines of src/widgets.py, so review comments on them are part of the diff.
+WIDGETS = 'def greet(name: str) -> str:  # changed\n    return f"hi {name}"\n'
+
+
 def open_pull(world: SimWorld, files: dict[str, str] | None = None) -> Pull:
     """Push a new branch as the human and open a pull request from it as the bot."""
     branch = f"feature-{secrets.token_hex(4)}"
     head = world.control.push(
         world.repo,
         branch,
-        files or {f"src/{branch}.py": "value = 1\nother = 2\nthird = 3\n"},
+        files
+        or {f"src/{branch}.py": "value = 1\nother = 2\nthird = 3\n", "src/widgets.py": WIDGETS},
         as_user=world.human.login,
     )
     number = world.control.create_pull(
@@ -114,13 +120,14 @@ def test_fingerprint_reports_head_rollup_reviews_and_unresolved_threads(world: S
     assert (pr0["number"], pr0["headRefOid"], pr0["state"]) == (first.number, first.head, "OPEN")
     assert pr0["reviewDecision"] == "CHANGES_REQUESTED"
     assert pr0["mergeable"] == "MERGEABLE"
-    assert pr0["commits"]["nodes"][0]["commit"]["oid"] == first.head
-    assert pr0["commits"]["nodes"][0]["commit"]["statusCheckRollup"] == {"state": "FAILURE"}
+    head0 = pr0["headRef"]["target"]
+    assert head0["oid"] == first.head
+    assert head0["statusCheckRollup"]["state"] == "FAILURE"
     threads = pr0["reviewThreads"]
     assert threads["totalCount"] == 2
     assert sum(not t["isResolved"] for t in threads["nodes"]) == 1
     assert pr1["reviewDecision"] == "APPROVED"
-    assert pr1["commits"]["nodes"][0]["commit"]["statusCheckRollup"] == {"state": "SUCCESS"}
+    assert pr1["headRef"]["target"]["statusCheckRollup"]["state"] == "SUCCESS"
     assert pr1["reviewThreads"] == {"totalCount": 0, "nodes": []}
     # Two PRs x two connections = 4 requests -> 1 point, billed once and reported.
     cost = points(request.query, dict(request.variables))
@@ -205,7 +212,7 @@ def test_full_state_lists_reviews_threads_and_every_check(world: SimWorld) -> No
     assert comment["author"]["login"] == world.human.login
     assert comment["diffHunk"].startswith("@@")
     assert isinstance(comment["databaseId"], int)
-    rollup = pr["commits"]["nodes"][0]["commit"]["statusCheckRollup"]
+    rollup = pr["headRef"]["target"]["statusCheckRollup"]
     assert rollup["state"] == "PENDING"
     contexts = {
         f"{c['__typename']}:{c.get('name') or c.get('context')}": c
@@ -217,7 +224,8 @@ def test_full_state_lists_reviews_threads_and_every_check(world: SimWorld) -> No
     assert isinstance(contexts["CheckRun:tests"]["databaseId"], int)
     assert contexts["StatusContext:ext"]["state"] == "SUCCESS"
     assert rollup["contexts"]["totalCount"] == 3
-    # reviews 1 + threads 1 + 50 comment pages + last commit 1 + contexts 1 = 54 -> 1 point.
+    # reviews 1 + threads 1 + 50 comment pages + contexts 1 (headRef and target are plain
+    # objects) = 53 -> 1 point.
     assert data["data"]["rateLimit"]["cost"] == 1 == points(request.query, dict(request.variables))
 
 
@@ -302,7 +310,8 @@ def test_reply_then_resolve_a_thread(world: SimWorld) -> None:
 
     comment = replied["data"]["addPullRequestReviewThreadReply"]["comment"]
     assert comment["body"] == "Fixed in the latest push."
-    assert comment["author"] == {"__typename": "Bot", "login": world.bot.login}
+    # The product runs as a machine user (see tests/sim/test_sim_strict.py for bots).
+    assert comment["author"] == {"__typename": "User", "login": world.bot.login}
     assert resolved["data"]["resolveReviewThread"]["thread"] == {
         "id": thread_id,
         "isResolved": True,
@@ -483,9 +492,10 @@ def test_spent_budget_answers_rate_limited_and_charges_nothing(world: SimWorld) 
         ("{ viewer { login notAField } }", None, "Cannot query field 'notAField' on type 'User'"),
         ("{ viewer { login bio } }", "EMULATOR_UNSUPPORTED", "outside the subset"),
         (
-            '{ repository(owner: "o", name: "r") { pullRequests(first: 5) { totalCount } } }',
+            '{ repository(owner: "o", name: "r") { pullRequests(first: 5) {'
+            " nodes { timelineItems(first: 5) { totalCount } } } } }",
             "EMULATOR_UNSUPPORTED",
-            "pullRequests",
+            "timelineItems",
         ),
         (
             '{ repository(owner: "o", name: "r") { pullRequest(number: 1) {'
@@ -556,17 +566,15 @@ def test_invalid_variables_are_refused_before_billing(world: SimWorld) -> None:
     assert billed(world, account) == 0
 
 
-def test_unsupported_commit_window_is_named(world: SimWorld) -> None:
-    pull = open_pull(world)
-    query = f"""query($n: Int!) {{
-      repository(owner: "{world.owner}", name: "{world.name}") {{ pullRequest(number: $n) {{
-        commits(last: 5) {{ nodes {{ commit {{ oid }} }} }} }} }} }}"""
+def test_unsupported_object_expression_is_named(world: SimWorld) -> None:
+    query = f"""{{ repository(owner: "{world.owner}", name: "{world.name}") {{
+        object(expression: "main:README.md") {{ oid }} }} }}"""
 
-    response = post(world, world.bot, {"query": query, "variables": {"n": pull.number}})
+    response = post(world, world.bot, {"query": query})
 
     error = response.json()["errors"][0]
     assert error["type"] == "EMULATOR_UNSUPPORTED"
-    assert "commits(last: 1)" in error["message"]
+    assert "branch name" in error["message"]
 
 
 def test_without_githubs_schema_file_the_subset_still_guards(

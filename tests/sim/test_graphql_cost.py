@@ -197,6 +197,67 @@ ROWS = [
         nodes=10 + 10 + 10 * 5,
         points=1,
     ),
+    # headRef, target and statusCheckRollup are plain objects: the contexts of 100 PRs'
+    # heads are one request per PR. 1 + 100 = 101 requests -> 1 point;
+    # nodes 100 + 100 x 100 = 10,100.
+    Row(
+        "head_ref_rollup_per_pull",
+        """{ repository(owner: "o", name: "r") { pullRequests(first: 100) { nodes {
+               headRef { target { ... on Commit { statusCheckRollup {
+                 contexts(first: 100) { totalCount checkRunCount nodes { __typename } }
+               } } } } } } } }""",
+        requests=101,
+        nodes=10_100,
+        points=1,
+    ),
+    # A top-level aliased pullRequest(number:) is an object, not a connection: 3 aliases
+    # x headRef contexts 1 = 3 requests; nodes 3 x 100.
+    Row(
+        "aliased_pull_head_contexts",
+        """{ repository(owner: "o", name: "r") {
+               a: pullRequest(number: 1) { headRef { target { ... on Commit {
+                 statusCheckRollup { contexts(first: 100) { nodes { __typename } } } } } } }
+               b: pullRequest(number: 2) { headRef { target { ... on Commit {
+                 statusCheckRollup { contexts(first: 100) { nodes { __typename } } } } } } }
+               c: pullRequest(number: 3) { headRef { target { ... on Commit {
+                 statusCheckRollup { contexts(first: 100) { nodes { __typename } } } } } } } } }""",
+        requests=3,
+        nodes=300,
+        points=1,
+    ),
+    # repository.object is an object: one commit's contexts are 1 request, 100 nodes.
+    Row(
+        "object_by_oid_contexts",
+        """query($oid: GitObjectID!, $after: String) { repository(owner: "o", name: "r") {
+             object(oid: $oid) { ... on Commit { statusCheckRollup {
+               contexts(first: 100, after: $after) { totalCount nodes { __typename } }
+             } } } } }""",
+        requests=1,
+        nodes=100,
+        points=1,
+        variables={"oid": "0" * 40},
+    ),
+    # Conversation comments and commits of 50 PRs: 1 + 50 x 2 = 101 requests -> 1 point;
+    # nodes 50 + 50 x 100 + 50 x 1 = 5,100.
+    Row(
+        "pull_comments_and_last_commit",
+        """{ repository(owner: "o", name: "r") {
+             pullRequests(first: 50, states: [OPEN], orderBy: {field: UPDATED_AT, direction: DESC})
+             { nodes { comments(first: 100) { nodes { editor { login } lastEditedAt } }
+                       commits(last: 1) { nodes { commit { oid } } } } } } }""",
+        requests=101,
+        nodes=5_100,
+        points=1,
+    ),
+    # An issue's comments: repository.issue is an object, so 1 request.
+    Row(
+        "issue_comments",
+        """{ repository(owner: "o", name: "r") { issue(number: 1) {
+             comments(first: 100) { totalCount nodes { body } } } } }""",
+        requests=1,
+        nodes=100,
+        points=1,
+    ),
     # A mutation without connections needs no requests: the minimum of 1 point.
     Row(
         "mutation_minimum",
@@ -252,17 +313,28 @@ def test_points_divide_by_100_round_half_up_minimum_1(requests: int, points: int
 @pytest.mark.parametrize(
     ("name", "requests", "points"),
     [
-        # 1 PR: last commit (1) + review threads (1) = 2 requests.
+        # 1 PR: the head's check contexts (1; headRef, target and the rollup are plain
+        # objects) + review threads (1) = 2 requests.
         ("fingerprint_1", 2, 1),
         # 100 PRs x 2 connections = 200 requests -> 2 points.
         ("fingerprint_100", 200, 2),
-        # 1 PR: reviews 1 + threads 1 + comments 50 (one per thread) + last commit 1
-        # + contexts 1 = 54 requests -> minimum 1 point.
-        ("state_1", 54, 1),
-        # 10 PRs x 54 = 540 requests -> 5.4 -> 5 points.
-        ("state_10", 540, 5),
+        # 1 PR: reviews 1 + threads 1 + comments 50 (one per thread) + head contexts 1
+        # = 53 requests -> minimum 1 point.
+        ("state_1", 53, 1),
+        # 10 PRs x 53 = 530 requests -> 5.3 -> 5 points.
+        ("state_10", 530, 5),
+        # One commit's check contexts: 1 request.
+        ("head_checks_page", 1, 1),
+        # reviews(last: 50): 1 request.
+        ("reviews_page", 1, 1),
+        # threads 1 + comments 50 (one per thread) = 51 requests -> 1 point.
+        ("threads_page", 51, 1),
+        # node(id:) is a plain object: its comments are 1 request.
+        ("thread_comments_page", 1, 1),
+        ("comment_editor", 0, 1),
         ("resolve_review_thread", 0, 1),
         ("reply_to_review_thread", 0, 1),
+        ("mark_ready_for_review", 0, 1),
     ],
 )
 def test_product_documents_cost(

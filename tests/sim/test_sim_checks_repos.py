@@ -108,7 +108,8 @@ def test_unknown_ref_is_422(sim_world: SimWorld, gh: Any) -> None:
 def test_user_and_repository(sim_world: SimWorld, gh: Any) -> None:
     me = gh.get_user()
     assert me.login == sim_world.bot.login
-    assert me.type == "Bot"
+    # The product's account is a machine user; bot accounts: tests/sim/test_sim_strict.py.
+    assert me.type == "User"
     repo = gh.get_repo(sim_world.repo)
     assert (repo.full_name, repo.default_branch, repo.private) == ("acme/widgets", "main", False)
     assert repo.permissions.push is True

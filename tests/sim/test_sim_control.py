@@ -45,6 +45,7 @@ def test_scenario_steps_are_visible_through_the_api(sim_world: SimWorld, gh: Any
     assert bodies == ["x is a poor name", "Renamed"]
     assert [r.conclusion for r in repo.get_commit(head).get_check_runs()] == ["success"]
     control.review(repo_name, pull, "APPROVED", as_user="alice")
+    sim_world.settle_mergeability()
     merged = control.merge(repo_name, pull, as_user="alice", method="squash")
     assert repo.get_branch("main").commit.sha == merged
     assert repo.get_pull(pull).merged_by.login == "alice"

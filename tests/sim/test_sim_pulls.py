@@ -30,6 +30,10 @@ def test_create_and_get_pull_with_head_and_mergeability(
         "rev-parse", "HEAD", cwd=tmp_path / "work", env=sim_world.git_env()
     )
     assert fetched.base.ref == "main"
+    # GitHub works mergeability out in the background: unknown at first, then settled.
+    assert (fetched.mergeable, fetched.mergeable_state) == (None, "unknown")
+    sim_world.settle_mergeability()
+    fetched = gh.get_repo(sim_world.repo).get_pull(pr.number)
     assert fetched.mergeable is True
     assert fetched.mergeable_state == "blocked"
     assert fetched.merged is False
@@ -74,6 +78,7 @@ def test_update_pull_title_body_state(sim_world: SimWorld, gh: Any, tmp_path: Pa
 def test_merge_really_merges(sim_world: SimWorld, gh: Any, tmp_path: Path, method: str) -> None:
     pr = _open_pull(sim_world, gh, tmp_path)
     sim_world.control.review(sim_world.repo, pr.number, "APPROVED", as_user="alice")
+    sim_world.settle_mergeability()
     result = pr.merge(sha=pr.head.sha, merge_method=method, commit_title="Ship it")
     assert result.merged is True
     repo = gh.get_repo(sim_world.repo)
@@ -112,6 +117,7 @@ def test_unmergeable_pull_is_405(sim_world: SimWorld, gh: Any, tmp_path: Path) -
         fetched.merge(sha=fetched.head.sha)
     assert caught.value.status == 405
     sim_world.control.set_mergeable(sim_world.repo, pr.number, None)
+    sim_world.settle_mergeability()
     assert gh.get_repo(sim_world.repo).get_pull(pr.number).mergeable is True
 
 
@@ -120,6 +126,7 @@ def test_real_conflict_makes_pull_unmergeable(sim_world: SimWorld, gh: Any, tmp_
     sim_world.control.push(
         sim_world.repo, "main", {"src/widgets.py": "VALUE = 3\n"}, as_user="alice"
     )
+    sim_world.settle_mergeability()
     fetched = gh.get_repo(sim_world.repo).get_pull(pr.number)
     assert fetched.mergeable is False
     with pytest.raises(GithubException) as caught:

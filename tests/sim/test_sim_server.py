@@ -121,7 +121,8 @@ def test_sim_serve_command_with_bootstrap(tmp_path: Path) -> None:
         _wait_healthy(url, process)
         me = _get_json(f"{url}/user", "ghp_bot_token_000000000000000000000")
         assert isinstance(me, dict)
-        assert me["login"] == "bot"
+        # An account made as a bot shows GitHub's suffix in REST.
+        assert (me["login"], me["type"]) == ("bot[bot]", "Bot")
         ControlClient(url).create_issue("acme/demo", "Persisted", as_user="bot")
     finally:
         _stop(process)

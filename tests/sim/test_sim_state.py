@@ -188,6 +188,9 @@ def test_combined_status_takes_newest_per_context() -> None:
 def test_mergeable_state_reflects_override_reviews_and_checks() -> None:
     state, repo = make_state()
     _issue, pr = state.create_pull(repo, "bot", "Change", head="feature", base="main")
+    assert (state.mergeable(repo, pr), state.mergeable_state(repo, pr)) == (None, "unknown")
+    assert isinstance(state.clock, ManualClock)
+    state.clock.advance(state.mergeability_delay)
     assert state.mergeable_state(repo, pr) == "blocked"
     state.submit_review(repo, pr.number, "alice", "APPROVED")
     assert state.mergeable_state(repo, pr) == "clean"
