@@ -205,7 +205,14 @@ class GitStore:
                     self._run(path, "read-tree", parent, env=index_env)
                 for name, content in files.items():
                     if content is None:
-                        self._run(path, "update-index", "--force-remove", "--", name, env=index_env)
+                        # Mode 0 drops the entry; unlike --force-remove it needs no work tree.
+                        self._run(
+                            path,
+                            "update-index",
+                            "--index-info",
+                            env=index_env,
+                            input_text=f"0 {'0' * 40}\t{name}\n",
+                        )
                         continue
                     blob = self._run(
                         path, "hash-object", "-w", "--stdin", input_text=content

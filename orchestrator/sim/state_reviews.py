@@ -155,9 +155,11 @@ class ReviewsState(ChecksState):
                 commit_id=commit_id or pr.head_sha,
                 submitted_at=now,
             )
+            # Every inline comment is checked before anything is recorded: all or nothing.
+            anchors = [self._anchor(repo, pr, item, review.commit_id) for item in inline]
             repo.reviews[ident] = review
-            for item in inline:
-                self._open_thread(repo, pr, account.login, item, review=review)
+            for item, anchor in zip(inline, anchors, strict=True):
+                self._open_thread(repo, pr, account.login, item, anchor, review=review)
             for present in list(pr.requested_reviewers):
                 if present.lower() == account.login.lower():
                     pr.requested_reviewers.remove(present)
@@ -165,9 +167,13 @@ class ReviewsState(ChecksState):
             self._touch()
             return review
 
-    def _open_thread(
-        self, repo: Repo, pr: PullRequest, author: str, item: InlineComment, *, review: Review
-    ) -> ReviewComment:
+    def _anchor(
+        self, repo: Repo, pr: PullRequest, item: InlineComment, commit_id: str
+    ) -> tuple[str, int | None]:
+        """The diff hunk an inline comment quotes and its line on the head (None: outdated).
+
+        422 when the comment is malformed or its line is not part of the diff.
+        """
         if not item.path or item.line < 1 or not item.body:
             raise Unprocessable.field(
                 "PullRequestReviewComment",
@@ -181,15 +187,25 @@ class ReviewsState(ChecksState):
         base_sha = repo.branches.get(pr.base_ref)
         if hunk is None and self.git is not None and base_sha is not None:
             hunk = self.git.diff_hunk(
-                repo, base_sha, review.commit_id, item.path, item.line, side=item.side
+                repo, base_sha, commit_id, item.path, item.line, side=item.side
             )
             if hunk is None:
                 raise LineNotInDiff()
-            if review.commit_id != pr.head_sha and item.side == "RIGHT":
-                line = self.git.moved_line(
-                    repo, review.commit_id, pr.head_sha, item.path, item.line
-                )
-        hunk = hunk or f"@@ -{item.line},1 +{item.line},1 @@"
+            if commit_id != pr.head_sha and item.side == "RIGHT":
+                line = self.git.moved_line(repo, commit_id, pr.head_sha, item.path, item.line)
+        return hunk or f"@@ -{item.line},1 +{item.line},1 @@", line
+
+    def _open_thread(
+        self,
+        repo: Repo,
+        pr: PullRequest,
+        author: str,
+        item: InlineComment,
+        anchor: tuple[str, int | None],
+        *,
+        review: Review,
+    ) -> ReviewComment:
+        hunk, line = anchor
         thread_ident = self.new_id()
         thread = ReviewThread(
             id=thread_ident,
@@ -248,6 +264,7 @@ class ReviewsState(ChecksState):
         with self.lock:
             pr = self.pull(repo, number)
             account = self.user(author)
+            anchor = self._anchor(repo, pr, item, commit_id or pr.head_sha)
             ident = self.new_id()
             review = Review(
                 id=ident,
@@ -260,7 +277,7 @@ class ReviewsState(ChecksState):
                 submitted_at=self.now(),
             )
             repo.reviews[ident] = review
-            comment = self._open_thread(repo, pr, account.login, item, review=review)
+            comment = self._open_thread(repo, pr, account.login, item, anchor, review=review)
             self._touch()
             return comment
 
