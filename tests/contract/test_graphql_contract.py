@@ -48,6 +48,60 @@ def test_product_document_is_inside_the_emulated_subset(name: str) -> None:
     assert _errors(emulated_schema(), DOCUMENTS[name]) == []
 
 
+# The shapes the emulator answers beyond the product's own documents (the strict-GitHub
+# tests in tests/sim send them): each is valid on GitHub and inside the subset.
+EMULATOR_DOCUMENTS = {
+    "head_ref_rollup_counts": """query($n: Int!) { repository(owner: "o", name: "r") {
+      pullRequest(number: $n) { isDraft mergeable mergeStateStatus headRef { name prefix
+        target { __typename ... on Commit { oid abbreviatedOid message authoredDate
+          committedDate statusCheckRollup { state contexts(first: 100) {
+            totalCount checkRunCount statusContextCount
+            checkRunCountsByState { state count } statusContextCountsByState { state count }
+            pageInfo { hasNextPage endCursor } } } } } } } } }""",
+    "object_by_oid": """query($oid: GitObjectID!, $after: String) {
+      repository(owner: "o", name: "r") { object(oid: $oid) { __typename
+        ... on Commit { oid statusCheckRollup { contexts(first: 100, after: $after) {
+          nodes { __typename ... on CheckRun { name } } } } } } } }""",
+    "issue_comments_with_editor": """query($n: Int!, $after: String) {
+      repository(owner: "o", name: "r") { issue(number: $n) { number state
+        labels(first: 10) { nodes { name } }
+        comments(first: 100, after: $after) { totalCount pageInfo { hasNextPage endCursor }
+          nodes { id databaseId body createdAt updatedAt lastEditedAt
+            author { __typename login } editor { __typename login } } } } } }""",
+    "pull_comments_and_commits": """query($n: Int!) { repository(owner: "o", name: "r") {
+      pullRequest(number: $n) { comments(last: 10) { nodes { editor { login } } }
+        commits(first: 100) { totalCount nodes { commit { oid authoredDate } } }
+        labels(first: 10) { nodes { name color } } } } }""",
+    "pull_request_list": """query($after: String) { repository(owner: "o", name: "r") {
+      pullRequests(first: 50, after: $after, states: [OPEN], labels: ["agent"],
+                   baseRefName: "main", orderBy: {field: UPDATED_AT, direction: DESC}) {
+        totalCount pageInfo { hasNextPage endCursor }
+        edges { cursor node { number isDraft updatedAt } } } } }""",
+    "paged_reviews_threads_comments": """query($n: Int!, $a: String, $b: String) {
+      repository(owner: "o", name: "r") { pullRequest(number: $n) {
+        reviews(last: 50, before: $b) { pageInfo { hasPreviousPage startCursor }
+          nodes { state } }
+        reviewThreads(first: 50, after: $a) { pageInfo { hasNextPage endCursor }
+          nodes { isOutdated line originalLine
+            comments(first: 20) { nodes { line originalLine } } } } } } }""",
+    "node_lookup": """query($id: ID!) { node(id: $id) { __typename id
+      ... on IssueComment { lastEditedAt editor { login } }
+      ... on PullRequestReviewThread { isResolved }
+      ... on PullRequest { number } ... on Issue { number } } }""",
+    "mark_ready": """mutation($id: ID!) {
+      markPullRequestReadyForReview(input: {pullRequestId: $id, clientMutationId: "x"}) {
+        clientMutationId pullRequest { id isDraft } } }""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(EMULATOR_DOCUMENTS))
+def test_emulator_document_is_valid_on_github_and_answered(
+    name: str, github: GraphQLSchema
+) -> None:
+    assert _errors(github, EMULATOR_DOCUMENTS[name]) == []
+    assert _errors(emulated_schema(), EMULATOR_DOCUMENTS[name]) == []
+
+
 @pytest.mark.parametrize("count", [2, 3, 50, MAX_FINGERPRINT_BATCH - 1])
 def test_fingerprint_batches_of_every_size_are_valid(count: int, github: GraphQLSchema) -> None:
     assert _errors(github, fingerprint_query(count)) == []

@@ -230,6 +230,9 @@ def test_snapshot_round_trip(tmp_path: Path) -> None:
         repo, pr.number, "alice", "COMMENTED", comments=[InlineComment("a.py", 1, "hm")]
     )
     state.set_check_run(repo, SHA_B, "ci", "completed", conclusion="success", log="ok")
+    state.protect_branch(repo, "main", required_checks=["ci"], required_approvals=1)
+    comment = state.add_comment(repo, issue.number, "bot", "v1")
+    state.update_comment(repo, comment.id, "v2", editor="alice")
     path = tmp_path / "state.json"
     state.save(path)
     loaded = SimState()
@@ -238,6 +241,8 @@ def test_snapshot_round_trip(tmp_path: Path) -> None:
     assert path.stat().st_mode & 0o777 == 0o600
     again = loaded.repo("ACME", "Widgets")
     assert again.issues[issue.number].labels == ["todo"]
+    assert again.protections["main"].required_checks == ["ci"]
+    assert again.comments[comment.id].editor == "alice"
     assert loaded.new_id() == state.new_id()
 
 
