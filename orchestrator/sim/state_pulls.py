@@ -282,9 +282,8 @@ class PullsState(ProtectionState):
                 return "dirty"
             if pr.draft:
                 return "draft"
+            # Only branch protection blocks a merge; a review decision alone does not.
             if self.protection_problem(repo, pr) is not None:
-                return "blocked"
-            if repo.require_review and self.review_decision(repo, pr) != "APPROVED":
                 return "blocked"
             rollup = self.rollup_state(repo, pr.head_sha)
             if rollup in ("FAILURE", "ERROR"):

@@ -34,6 +34,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimWorld]:
 
 @dataclass(frozen=True)
 class Pull:
+    """A pull request a test opened: its number and head SHA."""
+
     number: int
     head: str
 

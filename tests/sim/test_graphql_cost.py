@@ -27,6 +27,8 @@ def schema() -> GraphQLSchema:
 
 @dataclass(frozen=True)
 class Row:
+    """One document and the requests, nodes and points GitHub's formula gives it."""
+
     name: str
     query: str
     requests: int
