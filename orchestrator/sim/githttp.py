@@ -115,7 +115,7 @@ async def run_http_backend(
         return CgiResponse(500, {"content-type": "text/plain"}, b"git http-backend failed\n")
     response = _parse_cgi(out)
     if request.is_push and request.subpath == "git-receive-pack":
-        await asyncio.to_thread(emulator.sync_branches, repo)
+        await asyncio.to_thread(emulator.sync_branches, repo, user.login)
         log.info("sim_git_push", repo=repo.full_name, login=user.login)
     return response
 
