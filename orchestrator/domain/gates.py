@@ -317,6 +317,10 @@ def human_approval_gate(
 
 _NO_REVIEW = ReviewState()
 
+# GitHub's mergeStateStatus values that say "not yet" although the branches merge cleanly:
+# protection rules are not satisfied, the branch must be brought up to date, or unknown.
+_MERGE_STATES_WAITING = frozenset({"BLOCKED", "BEHIND", "UNKNOWN"})
+
 
 def evaluate_gates(
     item: IssueSnapshot,
@@ -351,12 +355,14 @@ def evaluate_gates(
     else:
         checks = checks_state(pr.checks, pr.head_sha, merge.required_checks)
 
-    # mergeability: GitHub's flag, pending while unknown, while the review threads could
-    # not all be read, or once the PR is no longer open.
+    # mergeability: GitHub's flag, pending while unknown, while branch protection is not
+    # satisfied or the branch is behind, while the review threads could not all be read,
+    # or once the PR is no longer open.
     if (
         pr is None
         or pr.status is not PRStatus.OPEN
         or pr.mergeable is None
+        or pr.merge_state in _MERGE_STATES_WAITING
         or "threads" in pr.incomplete
     ):
         mergeability = PENDING

@@ -303,5 +303,6 @@ def _workpad_effect(
         SideEffectKind.UPSERT_WORKPAD,
         workpad_digest(body),
         marker=WORKPAD_COMMENT_MARKER,
+        heading=policy.workpad_marker,
         body=body,
     )

@@ -272,6 +272,8 @@ class PullRequest:
     # pieces disagree ("checks", "reviews", "threads"): the gates fail closed on them.
     incomplete: frozenset[str] = frozenset()
     is_draft: bool = False
+    # GitHub's mergeStateStatus (BLOCKED while branch protection is not satisfied, ...).
+    merge_state: str | None = None
     # GitHub's node id of the pull request (for GraphQL mutations such as leaving draft).
     node_id: str | None = None
 

@@ -269,5 +269,6 @@ def to_pull_request(repo: str, node: dict[str, Any], actor: ActorLookup) -> Pull
         if isinstance(incomplete, list)
         else frozenset({"checks", "reviews", "threads"}),
         is_draft=bool(node.get("isDraft")),
+        merge_state=str(node["mergeStateStatus"]) if node.get("mergeStateStatus") else None,
         node_id=str(node.get("id") or "") or None,
     )

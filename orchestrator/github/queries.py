@@ -135,6 +135,7 @@ fragment PullRequestFingerprint on PullRequest {{
   isDraft
   updatedAt
   mergeable
+  mergeStateStatus
   reviewDecision
   headRef {{
     target {{
@@ -200,6 +201,7 @@ fragment PullRequestState on PullRequest {{
   isDraft
   updatedAt
   mergeable
+  mergeStateStatus
   reviewDecision
   reviews(last: {STATE_REVIEWS_PAGE}) {{
     totalCount

@@ -331,10 +331,26 @@ def flow_for(
     policy: dict[str, Any] | None = None,
     start: bool = True,
     db_url: str | None = None,
+    protect: bool = True,
 ) -> Iterator[Flow]:
     scenario_path = tmp / "scenario.json"
     scenario_path.write_text(json.dumps(scenario or default_scenario()), encoding="utf-8")
     document = policy_document(tmp, world, scenario_path, mode, policy or {})
+    if protect:
+        # As on a real repository: the base branch requires the checks the policy requires.
+        merge = document.get("merge", {})
+        required = (
+            list(merge.get("required_checks") or ["ci"])
+            if merge.get("require_green_checks", True)
+            else []
+        )
+        world.control.protect(
+            world.repo,
+            "main",
+            required_checks=required,
+            dismiss_stale_reviews=True,
+            enforce_admins=True,
+        )
     policy_path = write_policy(tmp / "WORKFLOW.md", document)
     env = {"E2E_ENDPOINT": world.url, "E2E_TOKEN": world.bot.token}
     flow = Flow(world, tmp, policy_path, scenario_path, env, db_url)

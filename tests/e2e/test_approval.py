@@ -33,6 +33,13 @@ def test_a_push_after_approval_is_reviewed_and_the_old_head_never_merged(
         )
 
         flow.check(pr, "success")
+        # The approval covered the old head only: it was withdrawn, and a new one is needed.
+        flow.run_to_phase(number, "waiting_for_human")
+        labels = {label["name"] for label in flow.issue(number)["labels"]}
+        assert APPROVAL_LABEL not in labels
+        flow.idle_ticks(2)
+        assert not flow.pull(pr)["merged"]
+        flow.approve(number)
         flow.run_to_phase(number, "done")
         pull = flow.pull(pr)
         assert pull["merged"] and pull["head"]["sha"] == new_head

@@ -174,5 +174,6 @@ def test_a_draft_pull_request_is_marked_ready_through_the_gate_then_merged(
         flow.run_to_phase(number, "done")
         pull = flow.pull(pr)
         assert pull["merged"] and pull["draft"] is False
+        # The outbox lists the newest first: the draft left draft before the merge.
         kinds = [e.kind for e in flow.d.db.outbox.for_issue(1) if e.status == "done"]
-        assert kinds.index("mark_pr_ready") < kinds.index("merge_pr")
+        assert kinds.index("merge_pr") < kinds.index("mark_pr_ready")

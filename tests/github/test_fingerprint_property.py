@@ -6,16 +6,17 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from orchestrator.domain.snapshot import Actor, PullRequest
 from orchestrator.github.client import GitHubClient, MemoryEtagCache
 from orchestrator.github.prstate import SETTLE_S, PRStatePoller, inspect_pr_state
+from orchestrator.sim.clock import ManualClock
 from orchestrator.sim.testing import SimWorld, make_token, running_world
 
 EXAMPLES = int(os.environ.get("FINGERPRINT_EXAMPLES", "60"))
@@ -49,9 +50,14 @@ EVENTS = st.lists(
 )
 
 
+CLOCK = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
+
+
 @pytest.fixture(scope="module")
 def shared_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimWorld]:
-    with running_world(tmp_path_factory.mktemp("sim")) as world:
+    # One clock for GitHub and the poller: events between two "wait"s share one second,
+    # as changes close together do on GitHub, whose timestamps have one-second resolution.
+    with running_world(tmp_path_factory.mktemp("sim"), clock=CLOCK) as world:
         world.control.create_user("reader", make_token())
         world.control.set_permission(world.repo, "reader", "read")
         yield world
@@ -79,21 +85,24 @@ def _apply(
     number: int,
     branch: str,
     threads: list[int],
+    runs: dict[tuple[str, str], int],
     event: tuple[str, str, str],
-    clock: list[datetime],
 ) -> None:
     control = world.control
     kind, who, what = event
-    head = str(world.github().get_repo(world.repo).get_pull(number).head.sha)
+    head = str(world.github(world.human).get_repo(world.repo).get_pull(number).head.sha)
     if kind == "check":
+        # CI updates its run in place until it completes (the count of runs stays the same).
         done = what not in ("queued", "in_progress")
-        control.check_run(
+        run = control.check_run(
             world.repo,
             sha=head,
             name=who,
             status="completed" if done else what,
             conclusion=what if done else None,
+            run_id=runs.get((head, who)),
         )
+        runs[(head, who)] = int(run["id"])
     elif kind == "status":
         control.status(world.repo, what, as_user="alice", sha=head, context=who)
     elif kind == "review":
@@ -115,8 +124,8 @@ def _apply(
     elif kind == "mergeable":
         control.set_mergeable(world.repo, number, {"yes": True, "no": False, "unknown": None}[who])
     elif kind == "wait":
-        # The poller's clock moves past the settle window: it trusts its fingerprints now.
-        clock[0] += timedelta(seconds=SETTLE_S + 1)
+        # Time passes beyond the settle window: the poller trusts its fingerprints again.
+        CLOCK.advance(SETTLE_S + 1)
 
 
 @settings(
@@ -124,6 +133,22 @@ def _apply(
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@example(
+    # A check completes while another has failed: GitHub's rollup stays FAILURE and no
+    # count changes, and check runs never move the pull request's updatedAt.
+    events=[
+        ("check", "ci", "failure"),
+        ("check", "lint", "in_progress"),
+        ("check", "lint", "success"),
+    ]
+)
+@example(
+    events=[
+        ("status", "deploy", "failure"),
+        ("status", "cov", "pending"),
+        ("status", "cov", "success"),
+    ]
 )
 @given(events=EVENTS)
 def test_the_cheap_poll_sees_every_change_the_full_read_sees(
@@ -139,13 +164,13 @@ def test_the_cheap_poll_sees_every_change_the_full_read_sees(
     def actor(login: str, typename: str | None) -> Actor:
         return Actor(login, is_bot=typename == "Bot", can_write=login == "alice")
 
-    # The poller's clock runs ahead so that what it cached is trusted as settled.
-    clock = [datetime.now(UTC) + timedelta(seconds=SETTLE_S + 1)]
-    poller = PRStatePoller(client, client.cache, actor, clock=lambda: clock[0])
+    poller = PRStatePoller(client, client.cache, actor, clock=CLOCK)
+    CLOCK.advance(SETTLE_S + 1)
     poller.poll(world.repo, [number])
     threads: list[int] = []
+    runs: dict[tuple[str, str], int] = {}
     for event in events:
-        _apply(world, number, branch, threads, event, clock)
+        _apply(world, number, branch, threads, runs, event)
         cheap = poller.poll(world.repo, [number]).get(number)
         full = inspect_pr_state(client, world.repo, number, actor)
         assert _seen(cheap) == _seen(full), f"after {event} of {events}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from orchestrator.domain.snapshot import Actor, PRStatus
@@ -127,6 +129,15 @@ def test_lost_response_on_comment_create_still_one_comment(
     assert len(comments) == 1
 
 
+def _wait_mergeable(world: SimWorld, number: int) -> None:
+    repo = world.github(world.human).get_repo(world.repo)
+    for _ in range(100):
+        if repo.get_pull(number).mergeable is not None:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"pull request #{number} never settled its mergeability")
+
+
 def test_merge_with_stale_sha_is_head_moved_and_nothing_merges(
     gateway: GitHubGateway, world: SimWorld
 ) -> None:
@@ -139,6 +150,8 @@ def test_merge_with_stale_sha_is_head_moved_and_nothing_merges(
     assert result == HeadMoved(old, new)
     pr = world.github().get_repo(world.repo).get_pull(number)
     assert not pr.merged
+    # GitHub computes mergeability after a push; a merge before it settles is refused.
+    _wait_mergeable(world, number)
     merged = gateway.merge_if_head_matches(world.repo, number, new, "squash")
     assert isinstance(merged, Merged) and len(merged.commit_sha) == 40
     again = gateway.merge_if_head_matches(world.repo, number, new, "squash")
@@ -215,10 +228,13 @@ def test_pr_body_review_request_and_threads(gateway: GitHubGateway, world: SimWo
     assert (thread.path, thread.body, thread.is_resolved) == ("src/fix.py", "use a constant", False)
     assert thread.author == Actor(world.human.login, is_bot=False, can_write=True)
     marker = "<!-- reply:k1 -->"
-    reply = gateway.reply_to_thread(world.repo, number, thread.id, f"Addressed. {marker}", marker)
+    reply = gateway.reply_to_thread(
+        world.repo, number, thread.id, f"Addressed.\n\n{marker}", marker
+    )
     assert isinstance(reply, str)
     assert (
-        gateway.reply_to_thread(world.repo, number, thread.id, f"Again {marker}", marker) == reply
+        gateway.reply_to_thread(world.repo, number, thread.id, f"Again\n\n{marker}", marker)
+        == reply
     )
     assert gateway.resolve_thread(thread.id) is True
     assert gateway.request_review(world.repo, number, [world.human.login, world.bot.login]) is True
