@@ -29,8 +29,9 @@ def test_new_pull_is_unknown_until_the_delay_passes(tmp_path: Path) -> None:
         assert pull_json(world, pull.number)["mergeable"] is None
         clock.advance(0.02)
         settled = pull_json(world, pull.number)
-        assert (settled["mergeable"], settled["mergeable_state"]) == (True, "blocked")
-        assert _graphql_state(world, pull.number) == ("MERGEABLE", "BLOCKED")
+        # Without branch protection a pull request nobody reviewed yet is clean.
+        assert (settled["mergeable"], settled["mergeable_state"]) == (True, "clean")
+        assert _graphql_state(world, pull.number) == ("MERGEABLE", "CLEAN")
 
 
 def test_merge_while_unknown_is_refused_then_works(tmp_path: Path) -> None:
@@ -103,6 +104,6 @@ def test_an_explicit_override_answers_at_once(tmp_path: Path) -> None:
         assert pull_json(world, pull.number)["mergeable"] is False
         world.control.set_mergeable(world.repo, pull.number, True)
         view = pull_json(world, pull.number)
-        assert (view["mergeable"], view["mergeable_state"]) == (True, "blocked")
+        assert (view["mergeable"], view["mergeable_state"]) == (True, "clean")
         world.control.set_mergeable(world.repo, pull.number, None)
         assert pull_json(world, pull.number)["mergeable"] is None

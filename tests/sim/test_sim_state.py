@@ -191,6 +191,10 @@ def test_mergeable_state_reflects_override_reviews_and_checks() -> None:
     assert (state.mergeable(repo, pr), state.mergeable_state(repo, pr)) == (None, "unknown")
     assert isinstance(state.clock, ManualClock)
     state.clock.advance(state.mergeability_delay)
+    # Only branch protection blocks; the review decision alone does not.
+    assert state.mergeable_state(repo, pr) == "clean"
+    assert state.review_decision(repo, pr) == "REVIEW_REQUIRED"
+    state.protect_branch(repo, "main", required_approvals=1)
     assert state.mergeable_state(repo, pr) == "blocked"
     state.submit_review(repo, pr.number, "alice", "APPROVED")
     assert state.mergeable_state(repo, pr) == "clean"
