@@ -19,7 +19,7 @@ from orchestrator.domain.actions import (
 )
 from orchestrator.domain.gates import Gates, qualifies_as_human
 from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMode, WaitingReason
-from orchestrator.domain.policy import FlowPolicy
+from orchestrator.domain.policy import FlowPolicy, ReviewActOn
 from orchestrator.domain.results import GITHUB_BODY_LIMIT
 from orchestrator.domain.review import bouncing_threads, passes_in_lineage
 from orchestrator.domain.snapshot import (
@@ -32,6 +32,7 @@ from orchestrator.domain.snapshot import (
     RunningAgent,
     StoredRecord,
 )
+from orchestrator.domain.trust import is_self, last_word, thread_trusted
 
 
 @dataclass(slots=True)
@@ -188,19 +189,23 @@ def review_budget_spent(ctx: IssueContext, pr: PullRequest) -> bool:
     )
 
 
-def _is_self(login: str, self_login: str | None) -> bool:
-    return self_login is not None and login.lower() == self_login.lower()
+def last_word_is_ours(
+    thread: ReviewThread, self_login: str | None, act_on: ReviewActOn = ReviewActOn.WRITERS
+) -> bool:
+    """The daemon wrote the thread's latest comment that counts (it waits for the other side).
 
-
-def last_word_is_ours(thread: ReviewThread, self_login: str | None) -> bool:
-    """The daemon wrote the thread's latest comment (it waits for the other side)."""
-    author = thread.last_comment_author or thread.author
-    return _is_self(author.login, self_login)
+    Replies by people whose comments do not count (``review.act_on``) are skipped.
+    """
+    return is_self(last_word(thread, act_on, self_login), self_login)
 
 
 @dataclass(frozen=True)
 class Feedback:
-    """What the pull request asks for, beyond checks: threads and review verdicts."""
+    """What the pull request asks for, beyond checks: threads and review verdicts.
+
+    Only threads whose author counts under ``review.act_on`` appear here; the others
+    are context for the agent, never work, never a reason to wait.
+    """
 
     actionable: tuple[ReviewThread, ...]
     bouncing: tuple[ReviewThread, ...]
@@ -210,8 +215,9 @@ class Feedback:
 
 def pr_feedback(ctx: IssueContext, pr: PullRequest) -> Feedback:
     """Open threads split into actionable, bouncing and waiting on a human; new change requests."""
+    act_on = ctx.policy.review.act_on
     open_threads = tuple(
-        t for t in pr.threads if not t.is_resolved and not _is_self(t.author.login, ctx.self_login)
+        t for t in pr.threads if not t.is_resolved and thread_trusted(t, act_on, ctx.self_login)
     )
     bouncing_ids = (
         bouncing_threads(ctx.record.thread_history, open_threads, ctx.policy.review)
@@ -222,7 +228,7 @@ def pr_feedback(ctx: IssueContext, pr: PullRequest) -> Feedback:
     bouncing: list[ReviewThread] = []
     awaiting: list[ReviewThread] = []
     for thread in open_threads:
-        if last_word_is_ours(thread, ctx.self_login):
+        if last_word_is_ours(thread, ctx.self_login, act_on):
             awaiting.append(thread)
         elif thread.id in bouncing_ids:
             bouncing.append(thread)

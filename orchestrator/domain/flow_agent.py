@@ -31,12 +31,14 @@ from orchestrator.domain.phases import GateValue, Phase, WaitingReason
 from orchestrator.domain.results import FixSummary, Review
 from orchestrator.domain.retry import RetryKind, decide_retry, is_due
 from orchestrator.domain.review import (
+    FixEvaluation,
     bounce_counts,
     evaluate_fix_summary,
     needs_fix_pass,
     passes_in_lineage,
 )
 from orchestrator.domain.snapshot import AgentOutcome, OutcomeKind, PullRequest
+from orchestrator.domain.trust import trusted_threads
 
 
 def decide_agent_phase(ctx: IssueContext) -> IssueDecision:
@@ -282,10 +284,13 @@ def _after_rework(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
     # The finished turn's own answers are already the newest iteration of the history.
     history = ctx.record.thread_history
     this_turn = max((entry.iteration for entry in history), default=None)
-    bounces = bounce_counts(history, pr.threads, before_iteration=this_turn)
+    # Only threads the agent was given as work are answered: an untrusted thread
+    # (review.act_on) named in the summary is ignored, never replied to or resolved.
+    given = trusted_threads(pr.threads, ctx.policy.review.act_on, ctx.self_login)
+    bounces = bounce_counts(history, given, before_iteration=this_turn)
     evaluation = evaluate_fix_summary(
         summary,
-        pr.threads,
+        given,
         committed=outcome.committed,
         bounces=bounces,
         bounce_threshold=ctx.policy.review.bounce_threshold,
@@ -303,7 +308,9 @@ def _after_rework(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
         pending.append(ask)
     pending = [e for e in pending if not ctx.completed(e.idempotency_key)]
     if pending or not _pushed(ctx, outcome):
-        decision = wait(ctx, "push the rework and answer the review threads")
+        decision = wait(
+            ctx, "push the rework and answer the review threads" + _ignored_note(evaluation)
+        )
         decision.effects.extend(pending)
         return decision
     if outcome.committed and ctx.policy.review.enabled:
@@ -317,3 +324,10 @@ def _after_rework(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
             next_action="wait for a human to decide the open review threads",
         )
     return move(ctx, Phase.WAITING_FOR_CHECKS, "rework_done", WaitingReason.CHECKS_PENDING)
+
+
+def _ignored_note(evaluation: FixEvaluation) -> str:
+    """Says which fix-summary thread ids are not answered because the turn was not given them."""
+    if not evaluation.ignored:
+        return ""
+    return "; not answering thread(s) the turn was not given: " + ", ".join(evaluation.ignored)

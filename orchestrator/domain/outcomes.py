@@ -25,6 +25,7 @@ from orchestrator.domain.snapshot import (
     StoredRecord,
     ThreadHistoryEntry,
 )
+from orchestrator.domain.trust import is_self, last_word, thread_trusted
 from orchestrator.domain.workpad import WorkpadRecord
 
 _PROCESS_FAILURES = frozenset(
@@ -90,10 +91,6 @@ def failure_reason(outcome: AgentOutcome) -> WaitingReason:
     return WaitingReason.MISSING_CONTEXT
 
 
-def _is_login(login: str, self_login: str | None) -> bool:
-    return self_login is not None and login.lower() == self_login.lower()
-
-
 def threads_to_answer(
     threads: Iterable[ReviewThread],
     history: Iterable[ThreadHistoryEntry],
@@ -104,14 +101,16 @@ def threads_to_answer(
 
     Threads whose last word is the daemon's wait for a human, and threads that
     bounced ``review.bounce_threshold`` times are escalated, not fixed again: neither
-    is asked of the agent.
+    is asked of the agent. Threads whose author does not count under
+    ``review.act_on`` are only context: never asked of the agent either.
     """
+    act_on = policy.act_on
     open_threads = tuple(
         t
         for t in threads
         if not t.is_resolved
-        and not _is_login(t.author.login, self_login)
-        and not _is_login((t.last_comment_author or t.author).login, self_login)
+        and thread_trusted(t, act_on, self_login)
+        and not is_self(last_word(t, act_on, self_login), self_login)
     )
     bouncing = bouncing_threads(tuple(history), open_threads, policy)
     return tuple(t for t in open_threads if t.id not in bouncing)

@@ -42,6 +42,15 @@ class ApprovalSource(StrEnum):
     LABEL_OR_REVIEW = "label_or_review"
 
 
+class ReviewActOn(StrEnum):
+    """Whose review threads and comments may drive rework (``review.act_on``)."""
+
+    # Humans with write permission (not bots, not the daemon): everyone else is context.
+    WRITERS = "writers"
+    # Anyone but the daemon itself, readers and other bots included.
+    ANYONE = "anyone"
+
+
 class TrackerState(StrEnum):
     """The human-facing lifecycle of an issue (Done is the closed issue)."""
 
@@ -90,6 +99,8 @@ class ReviewPolicy:
     max_passes: int = 2
     fix_consideration_severities: frozenset[Severity] = frozenset({Severity.P0, Severity.P1})
     bounce_threshold: int = 2
+    # Whose threads start a rework and are given to the agent as work to do.
+    act_on: ReviewActOn = ReviewActOn.WRITERS
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from orchestrator.domain.snapshot import (
     StoredRecord,
     ThreadHistoryEntry,
 )
+from orchestrator.domain.trust import thread_trusted
 from orchestrator.domain.workpad import (
     PRRef,
     ReviewState,
@@ -228,7 +229,8 @@ def record_outcome(
         iteration = 1 + max((e.iteration for e in history), default=0)
         additions = []
         for thread in threads:
-            if thread.is_resolved:
+            # Only the threads the turn was given as work (review.act_on) enter the history.
+            if thread.is_resolved or not thread_trusted(thread, policy.review.act_on, self_login):
                 continue
             entry = outcome.fix_summary.for_target(FixTargetKind.THREAD, thread.id)
             additions.append(

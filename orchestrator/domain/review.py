@@ -92,6 +92,10 @@ class FixEvaluation:
     unaddressed: tuple[str, ...]
     # Threads left open for a human (uncertain, doubtful "fixed", or bouncing).
     escalated: tuple[str, ...]
+    # Thread ids the summary names that were not among the threads evaluated (unknown,
+    # resolved, or never given to the agent as work, such as a reader's thread): never
+    # replied to, never resolved.
+    ignored: tuple[str, ...] = ()
 
 
 def evaluate_fix_summary(
@@ -104,6 +108,11 @@ def evaluate_fix_summary(
 ) -> FixEvaluation:
     """Turn the agent's per-thread statuses into replies and resolutions.
 
+    Only ``threads`` are answered: the caller passes the threads the agent was given
+    as work. An entry naming any other thread id (an unknown one, or an untrusted
+    thread the agent saw only as context) is listed in ``ignored`` and never gets a
+    reply or a resolution.
+
     A thread claimed fixed although the turn made no commit, and a thread that
     bounced ``bounce_threshold`` times, are treated as uncertain: replied to and
     left open for a human.
@@ -112,9 +121,11 @@ def evaluate_fix_summary(
     replies: list[ThreadReply] = []
     unaddressed: list[str] = []
     escalated: list[str] = []
+    evaluated: set[str] = set()
     for thread in threads:
         if thread.is_resolved:
             continue
+        evaluated.add(thread.id)
         entry = summary.for_target(FixTargetKind.THREAD, thread.id)
         if entry is None:
             unaddressed.append(thread.id)
@@ -123,7 +134,12 @@ def evaluate_fix_summary(
         replies.append(reply)
         if not reply.resolve:
             escalated.append(thread.id)
-    return FixEvaluation(tuple(replies), tuple(unaddressed), tuple(escalated))
+    ignored = tuple(
+        entry.target
+        for entry in summary.entries
+        if entry.target_kind is FixTargetKind.THREAD and entry.target not in evaluated
+    )
+    return FixEvaluation(tuple(replies), tuple(unaddressed), tuple(escalated), ignored)
 
 
 def _reply_for(entry: FixEntry, committed: bool, bounces: int, threshold: int) -> ThreadReply:

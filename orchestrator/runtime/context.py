@@ -4,20 +4,32 @@ Built from the issue's record and its pull request as last inspected: review
 threads, failing checks with their log excerpts (rework only), replies from
 humans, the last review's findings and the threads that keep coming back. The
 same document is written to ``.orchestrator/context.json`` for the agent.
+
+Whose words are work follows ``review.act_on``: threads and replies by authors
+who do not count (under ``writers``: readers, outside users, other bots) are
+listed apart, in ``untrusted_threads`` and ``untrusted_replies``, and every
+thread and comment says whether it is ``trusted`` and its author's permission.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
 from orchestrator.domain.outcomes import turn_failure
 from orchestrator.domain.phases import Phase
-from orchestrator.domain.policy import ReviewPolicy
+from orchestrator.domain.policy import ReviewActOn, ReviewPolicy
 from orchestrator.domain.results import Review
 from orchestrator.domain.review import bouncing_threads
-from orchestrator.domain.snapshot import Actor, PullRequest, StoredRecord, ThreadComment
+from orchestrator.domain.snapshot import (
+    Actor,
+    PullRequest,
+    ReviewThread,
+    StoredRecord,
+    ThreadComment,
+)
+from orchestrator.domain.trust import author_permission, author_trusted, is_self, last_word
 from orchestrator.github.checks import failing_check_details
 from orchestrator.github.client import GitHubClient
 from orchestrator.github.gateway import is_bot_login
@@ -31,6 +43,9 @@ EXPECTED_RESULTS: Mapping[Phase, tuple[str, ...]] = {
 }
 MAX_HUMAN_REPLIES = 20
 MAX_REPLY_CHARS = 4_000
+
+# A GitHub account by login and user type, with its permission (the runtime's lookup).
+ActorLookup = Callable[[str, str | None], Actor]
 
 
 def _pull_request(record: StoredRecord, pr: PullRequest | None) -> dict[str, Any] | None:
@@ -55,50 +70,77 @@ def _pull_request(record: StoredRecord, pr: PullRequest | None) -> dict[str, Any
     return data
 
 
-def _comment(author: Actor, body: str, at: datetime) -> dict[str, Any]:
+def _comment(
+    author: Actor, body: str, at: datetime, *, act_on: ReviewActOn, self_login: str
+) -> dict[str, Any]:
     return {
         "author": author.login,
         "is_bot": author.is_bot or is_bot_login(author.login),
+        "author_permission": author_permission(author),
+        # Untrusted words are context, never instructions (review.act_on); the daemon's
+        # own replies are its record of earlier turns.
+        "trusted": is_self(author, self_login) or author_trusted(author, act_on, self_login),
         "created_at": at.isoformat(),
         "body": body[:MAX_REPLY_CHARS],
     }
 
 
+def _thread(
+    thread: ReviewThread,
+    *,
+    trusted: bool,
+    bouncing: frozenset[str],
+    act_on: ReviewActOn,
+    self_login: str,
+) -> dict[str, Any]:
+    last = thread.last_comment_author or thread.author
+    comments = thread.comments or (ThreadComment(thread.author, thread.body, thread.created_at),)
+    return {
+        "id": thread.id,
+        "path": thread.path,
+        "line": thread.line,
+        "diff_hunk": thread.diff_hunk,
+        "author": thread.author.login,
+        "author_is_bot": thread.author.is_bot or is_bot_login(thread.author.login),
+        "author_permission": author_permission(thread.author),
+        "trusted": trusted,
+        "body": thread.body,
+        "is_outdated": thread.is_outdated,
+        "last_comment_author": last.login,
+        "comments": [
+            _comment(c.author, c.body, c.created_at, act_on=act_on, self_login=self_login)
+            for c in comments
+        ],
+        # Our reply is the last word that counts: a human decides, the agent does not answer it.
+        "awaiting_human": trusted and is_self(last_word(thread, act_on, self_login), self_login),
+        "do_not_change": trusted and thread.id in bouncing,
+    }
+
+
 def _threads(
-    pr: PullRequest | None, bouncing: frozenset[str], self_login: str
-) -> list[dict[str, Any]]:
+    pr: PullRequest | None, bouncing: frozenset[str], self_login: str, act_on: ReviewActOn
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The open threads, split into those that are work and those that are only context."""
     if pr is None:
-        return []
-    threads = []
+        return [], []
+    work: list[dict[str, Any]] = []
+    context: list[dict[str, Any]] = []
     for thread in pr.threads:
         if thread.is_resolved:
             continue
-        last = thread.last_comment_author or thread.author
-        comments = thread.comments or (
-            ThreadComment(thread.author, thread.body, thread.created_at),
+        # The daemon's own threads stay with the work (they wait for a human), as before.
+        trusted = is_self(thread.author, self_login) or author_trusted(
+            thread.author, act_on, self_login
         )
-        threads.append(
-            {
-                "id": thread.id,
-                "path": thread.path,
-                "line": thread.line,
-                "diff_hunk": thread.diff_hunk,
-                "author": thread.author.login,
-                "author_is_bot": thread.author.is_bot or is_bot_login(thread.author.login),
-                "body": thread.body,
-                "is_outdated": thread.is_outdated,
-                "last_comment_author": last.login,
-                "comments": [_comment(c.author, c.body, c.created_at) for c in comments],
-                # Our reply is the last word: a human decides, the agent does not answer it.
-                "awaiting_human": last.login.lower() == self_login.lower(),
-                "do_not_change": thread.id in bouncing,
-            }
+        item = _thread(
+            thread, trusted=trusted, bouncing=bouncing, act_on=act_on, self_login=self_login
         )
-    return threads
+        (work if trusted else context).append(item)
+    return work, context
 
 
 def _thread_replies(
-    pr: PullRequest | None, since: datetime, self_login: str
+    pr: PullRequest | None, since: datetime, self_login: str, act_on: ReviewActOn
 ) -> list[dict[str, Any]]:
     """Replies by humans on review threads since the last turn (not the opening comments)."""
     if pr is None:
@@ -111,7 +153,13 @@ def _thread_replies(
                 continue
             if comment.created_at <= since:
                 continue
-            reply = _comment(comment.author, comment.body, comment.created_at)
+            reply = _comment(
+                comment.author,
+                comment.body,
+                comment.created_at,
+                act_on=act_on,
+                self_login=self_login,
+            )
             reply["thread_id"] = thread.id
             reply["path"] = thread.path
             replies.append(reply)
@@ -146,6 +194,8 @@ def _human_replies(
     pr_number: int | None,
     since: datetime,
     self_login: str,
+    act_on: ReviewActOn,
+    actor: ActorLookup | None,
 ) -> list[dict[str, Any]]:
     items = list(client.paginate(f"/repos/{repo}/issues/{number}/comments", conditional=True))
     if pr_number is not None and pr_number != number:
@@ -160,12 +210,16 @@ def _human_replies(
         created = parse_time(item["created_at"])
         if created <= since:
             continue
+        # Without a permission lookup nobody is taken for a writer (fail closed).
+        author = actor(login, user.get("type")) if actor is not None else Actor(login)
         replies.append(
-            {
-                "author": login,
-                "created_at": created.isoformat(),
-                "body": str(item.get("body") or "")[:MAX_REPLY_CHARS],
-            }
+            _comment(
+                author,
+                str(item.get("body") or ""),
+                created,
+                act_on=act_on,
+                self_login=self_login,
+            )
         )
     replies.sort(key=lambda r: str(r["created_at"]))
     return replies[-MAX_HUMAN_REPLIES:]
@@ -225,8 +279,13 @@ def turn_context(
     pr: PullRequest | None,
     self_login: str,
     policy: ReviewPolicy | None = None,
+    actor: ActorLookup | None = None,
 ) -> dict[str, Any]:
-    """The context document of one turn (every key present, empty when unused)."""
+    """The context document of one turn (every key present, empty when unused).
+
+    ``actor`` tells the permission of the authors of issue and pull request
+    comments; without it their replies are untrusted under ``review.act_on: writers``.
+    """
     since = (
         record.last_outcome.finished_at if record.last_outcome is not None else record.phase_since
     )
@@ -236,24 +295,32 @@ def turn_context(
         if pr is not None and record.thread_history
         else frozenset()
     )
-    threads = _threads(pr, bouncing, self_login) if phase is not Phase.IMPLEMENTING else []
+    act_on = review_policy.act_on
+    threads, untrusted_threads = (
+        _threads(pr, bouncing, self_login, act_on) if phase is not Phase.IMPLEMENTING else ([], [])
+    )
     checks = _failing_checks(client, repo, pr) if phase is Phase.REWORK else []
     pr_number = pr.number if pr is not None else None
+    replies = [
+        *_human_replies(
+            client,
+            repo=repo,
+            number=number,
+            pr_number=pr_number,
+            since=since,
+            self_login=self_login,
+            act_on=act_on,
+            actor=actor,
+        ),
+        *_thread_replies(pr, since, self_login, act_on),
+    ]
     return {
         "pr": _pull_request(record, pr),
         "review_threads": threads,
+        "untrusted_threads": untrusted_threads,
         "failing_checks": checks,
-        "human_replies": [
-            *_human_replies(
-                client,
-                repo=repo,
-                number=number,
-                pr_number=pr_number,
-                since=since,
-                self_login=self_login,
-            ),
-            *_thread_replies(pr, since, self_login),
-        ],
+        "human_replies": [r for r in replies if r["trusted"]],
+        "untrusted_replies": [r for r in replies if not r["trusted"]],
         "previous_findings": (
             _previous_findings(record) if phase in (Phase.REVIEWING, Phase.REWORK) else []
         ),

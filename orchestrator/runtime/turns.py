@@ -239,6 +239,7 @@ class TurnRunner:
             pr=job.pr,
             self_login=self.github.login,
             policy=job.view.flow.review,
+            actor=self.github.actor,
         )
         result_dir = workspace.result_dir
         result_dir.mkdir(exist_ok=True)

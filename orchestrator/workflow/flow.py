@@ -51,6 +51,7 @@ def flow_policy(policy: Policy) -> domain.FlowPolicy:
             max_passes=review.max_passes,
             fix_consideration_severities=frozenset(review.fix_consideration_severities),
             bounce_threshold=review.bounce_threshold,
+            act_on=review.act_on,
         ),
         merge=domain.MergePolicy(
             mode=_MERGE_MODES[merge.mode],

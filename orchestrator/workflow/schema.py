@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMode
-from orchestrator.domain.policy import MergeMethod
+from orchestrator.domain.policy import MergeMethod, ReviewActOn
 from orchestrator.domain.results import Severity as FindingSeverity
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "Policy",
     "PollingSettings",
     "PrSettings",
+    "ReviewActOn",
     "ReviewCommentMode",
     "ReviewOutputFormat",
     "ReviewSettings",
@@ -493,6 +494,14 @@ class ReviewSettings:
             doc="Times a fixed thread may come back before it goes to a human.",
             minimum=1,
             maximum=20,
+        ),
+    )
+    act_on: ReviewActOn = field(
+        default=ReviewActOn.WRITERS,
+        metadata=meta(
+            doc="Whose review threads start a rework and are given to the agent as work: "
+            "`writers` (humans with write permission) or `anyone` (readers and other bots "
+            "too). Other threads reach the agent only as context marked untrusted."
         ),
     )
 

@@ -11,6 +11,8 @@ from orchestrator.sim.testing import SimWorld
 from .harness import Flow, default_scenario, flow_for, merge_sections
 
 NO_REVIEW: dict[str, Any] = {"review": {"enabled": False}}
+# The reviewers below are bots: their threads are work only with review.act_on: anyone.
+BOT_REVIEWS: dict[str, Any] = {"review": {"enabled": False, "act_on": "anyone"}}
 THREADS_QUERY = """
 query($owner: String!, $name: String!, $number: Int!) {
   repository(owner: $owner, name: $name) {
@@ -112,7 +114,7 @@ def waiting_for_human_with_pr(flow: Flow, number: int) -> int:
 def test_bot_suggestions_are_triaged_fixed_dismissed_and_uncertain(
     tmp_path: Path, world: SimWorld
 ) -> None:
-    with flow_for(tmp_path, world, policy=NO_REVIEW) as flow:
+    with flow_for(tmp_path, world, policy=BOT_REVIEWS) as flow:
         number = flow.open_issue()
         pr = waiting_for_human_with_pr(flow, number)
         body_before = flow.pull(pr)["body"]
@@ -268,7 +270,7 @@ def test_flaky_failure_passing_on_rerun_is_not_a_rework_cycle(
 
 
 def test_human_reply_between_turns_reaches_the_next_turn(tmp_path: Path, world: SimWorld) -> None:
-    with flow_for(tmp_path, world, policy=NO_REVIEW) as flow:
+    with flow_for(tmp_path, world, policy=BOT_REVIEWS) as flow:
         number = flow.open_issue()
         pr = waiting_for_human_with_pr(flow, number)
         reviewer = bot(world, "order-bot")
@@ -319,7 +321,7 @@ def test_human_reply_between_turns_reaches_the_next_turn(tmp_path: Path, world: 
 
 
 def test_commit_without_report_gets_one_continuation(tmp_path: Path, world: SimWorld) -> None:
-    with flow_for(tmp_path, world, policy=NO_REVIEW) as flow:
+    with flow_for(tmp_path, world, policy=BOT_REVIEWS) as flow:
         number = flow.open_issue()
         pr = waiting_for_human_with_pr(flow, number)
         (thread,) = comment_on(flow, pr, bot(world, "nit-bot"), "Add a trailing comment.")
@@ -363,7 +365,7 @@ def test_commit_without_report_gets_one_continuation(tmp_path: Path, world: SimW
 
 
 def test_report_without_commit_continues_once_then_blocks(tmp_path: Path, world: SimWorld) -> None:
-    with flow_for(tmp_path, world, policy=NO_REVIEW) as flow:
+    with flow_for(tmp_path, world, policy=BOT_REVIEWS) as flow:
         number = flow.open_issue()
         pr = waiting_for_human_with_pr(flow, number)
         (thread,) = comment_on(flow, pr, bot(world, "nit-bot"), "Add a trailing comment.")
@@ -418,7 +420,7 @@ def test_two_reviewer_ping_pong_stops_at_the_bounce_threshold(
 ) -> None:
     """Two bots ask for opposite changes; the thread is escalated, not fixed forever."""
     policy = {
-        "review": {"enabled": False, "bounce_threshold": 2},
+        "review": {"enabled": False, "bounce_threshold": 2, "act_on": "anyone"},
         "orchestration": {"max_rework_cycles": 10},
     }
     with flow_for(tmp_path, world, policy=policy) as flow:
