@@ -300,7 +300,8 @@ def _after_rework(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
     if (update := effects.update_pr_body(ctx, pr, outcome)) is not None:
         pending.append(update)
     addressed = {reply.thread_id for reply in evaluation.replies if reply.resolve}
-    authors = tuple(t.author.login for t in pr.threads if t.id in addressed)
+    # GitHub takes review requests from people only: a bot (an App) cannot be asked.
+    authors = tuple(t.author.login for t in pr.threads if t.id in addressed and not t.author.is_bot)
     ask = effects.request_review(
         ctx, pr, outcome.head_after or pr.head_sha, outcome.run_id, extra_reviewers=authors
     )

@@ -151,10 +151,10 @@ def apply_effect_result(
     elif kind is SideEffectKind.UPSERT_WORKPAD:
         # Mirror exactly what the comment now says, read back from the written body.
         body = payload.get("body")
-        marker = payload.get("marker")
+        heading = payload.get("heading")
         written = (
-            parse_workpad(body, marker=marker, now=now)
-            if isinstance(body, str) and isinstance(marker, str)
+            parse_workpad(body, marker=heading, now=now)
+            if isinstance(body, str) and isinstance(heading, str)
             else None
         )
         mirrored = written.record if written and written.status is WorkpadStatus.PARSED else None

@@ -265,7 +265,7 @@ class Flow:
     def wait_past_head(self, number: int) -> None:
         """Sleep until GitHub's clock is in a later second than the head's first sighting."""
         record = self.record(number)
-        seen = record.head_seen if record is not None else None
+        seen = getattr(record, "head_seen", None)
         moments = [seen.since.timestamp()] if seen is not None else []
         if record is not None and record.workpad.pr is not None:
             updated = self.pull(record.workpad.pr.number).get("updated_at")

@@ -157,7 +157,7 @@ def test_pr_checks_and_threads_against_the_emulator(
             "COMMENTED",
             as_user="lint-bot",
             commit_id=head,
-            comments=[{"path": "README.md", "line": 1, "body": "typo"}],
+            comments=[{"path": "src/a.py", "line": 1, "body": "typo"}],
         )
         policy = tmp_path / "WORKFLOW.md"
         policy.write_text(

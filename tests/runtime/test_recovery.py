@@ -58,7 +58,10 @@ def test_an_untrusted_workpad_blocks_the_issue_and_keeps_its_text(
 ) -> None:
     with flow_for(tmp_path, world, start=False) as flow:
         number = flow.open_issue()
-        broken = "## Orchestrator Workpad\n\n```yaml\norchestrator:\n  phase: [unclosed\n```\n"
+        broken = (
+            "<!-- orchestrator-workpad -->\n## Orchestrator Workpad\n\n"
+            "```yaml\norchestrator:\n  phase: [unclosed\n```\n"
+        )
         gh = world.github()  # the bot wrote this comment in an earlier life
         gh.requester.requestJson(
             "POST", f"/repos/{world.repo}/issues/{number}/comments", input={"body": broken}
