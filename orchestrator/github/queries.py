@@ -276,47 +276,45 @@ query {HEAD_CHECKS_OPERATION}(
     + CONTEXT_FIELDS
 )
 
-REVIEWS_PAGE = (
-    f"""
-query {REVIEWS_PAGE_OPERATION}($owner: String!, $name: String!, $number: Int!, $before: String) {{
+
+def _pull_request_page(operation: str, connection: str, fragment: str, backwards: bool) -> str:
+    """A follow-up page of one of a pull request's connections (``name:size``), by cursor."""
+    cursor, size_arg, info = (
+        ("before", "last", "hasPreviousPage\n          startCursor")
+        if backwards
+        else ("after", "first", "hasNextPage\n          endCursor")
+    )
+    name, size = connection.split(":")
+    return f"""
+query {operation}($owner: String!, $name: String!, $number: Int!, ${cursor}: String) {{
 {_RATE}  repository(owner: $owner, name: $name) {{
     pullRequest(number: $number) {{
-      reviews(last: {STATE_REVIEWS_PAGE}, before: $before) {{
+      {name}({size_arg}: {size}, {cursor}: ${cursor}) {{
         totalCount
         pageInfo {{
-          hasPreviousPage
-          startCursor
+          {info}
         }}
         nodes {{
-          ...ReviewFields
+          ...{fragment}
         }}
       }}
     }}
   }}
 }}
 """
+
+
+REVIEWS_PAGE = (
+    _pull_request_page(
+        REVIEWS_PAGE_OPERATION, f"reviews:{STATE_REVIEWS_PAGE}", "ReviewFields", backwards=True
+    )
     + REVIEW_FIELDS
 )
 
 THREADS_PAGE = (
-    f"""
-query {THREADS_PAGE_OPERATION}($owner: String!, $name: String!, $number: Int!, $after: String) {{
-{_RATE}  repository(owner: $owner, name: $name) {{
-    pullRequest(number: $number) {{
-      reviewThreads(first: {STATE_THREADS_PAGE}, after: $after) {{
-        totalCount
-        pageInfo {{
-          hasNextPage
-          endCursor
-        }}
-        nodes {{
-          ...ThreadFields
-        }}
-      }}
-    }}
-  }}
-}}
-"""
+    _pull_request_page(
+        THREADS_PAGE_OPERATION, f"reviewThreads:{STATE_THREADS_PAGE}", "ThreadFields", False
+    )
     + THREAD_FIELDS
     + COMMENT_FIELDS
 )

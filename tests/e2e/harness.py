@@ -185,6 +185,22 @@ class Flow:
     def run_to_phase(self, number: int, phase: str, max_ticks: int = 40) -> None:
         self.run(lambda: self.phase(number) == phase, max_ticks, what=f"#{number} in {phase}")
 
+    def to_waiting_for_human(self) -> tuple[int, int]:
+        """Open an issue and run it to waiting_for_human with green checks: (issue, PR)."""
+        number = self.open_issue()
+        self.run_to_phase(number, "waiting_for_checks")
+        pr = self.pr_number(number)
+        self.check(pr, "success")
+        self.run_to_phase(number, "waiting_for_human")
+        return number, pr
+
+    def wipe_database(self) -> None:
+        """Stop the daemon and lose its database, as after a disk loss; start it again."""
+        self.stop()
+        for path in self.tmp.glob("orchestrator.db*"):
+            path.unlink()
+        self.start()
+
     def idle_ticks(self, count: int) -> None:
         for _ in range(count):
             self.step()

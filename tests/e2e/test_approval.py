@@ -13,11 +13,7 @@ def test_a_push_after_approval_is_reviewed_and_the_old_head_never_merged(
     tmp_path: Path, world: SimWorld
 ) -> None:
     with flow_for(tmp_path, world, mode="merge") as flow:
-        number = flow.open_issue()
-        flow.run_to_phase(number, "waiting_for_checks")
-        pr = flow.pr_number(number)
-        flow.check(pr, "success")
-        flow.run_to_phase(number, "waiting_for_human")
+        number, pr = flow.to_waiting_for_human()
         approved_head = flow.head(pr)
         flow.approve(number)
         flow.run_to_phase(number, "merging")

@@ -17,15 +17,6 @@ def _labels(flow: Flow, number: int) -> set[str]:
     return {label["name"] for label in flow.issue(number)["labels"]}
 
 
-def _to_waiting_for_human(flow: Flow) -> tuple[int, int]:
-    number = flow.open_issue()
-    flow.run_to_phase(number, "waiting_for_checks")
-    pr = flow.pr_number(number)
-    flow.check(pr, "success")
-    flow.run_to_phase(number, "waiting_for_human")
-    return number, pr
-
-
 def _merged_heads(flow: Flow) -> list[str]:
     return [
         str(e.payload["head_sha"])
@@ -38,7 +29,7 @@ def test_a_label_approval_given_before_a_push_is_withdrawn_and_never_merges_the_
     tmp_path: Path, world: SimWorld
 ) -> None:
     with flow_for(tmp_path, world, mode="merge") as flow:
-        number, pr = _to_waiting_for_human(flow)
+        number, pr = flow.to_waiting_for_human()
         flow.approve(number)
         # A human pushes right after the approval, before the daemon saw either.
         new_head = flow.push_as_human(flow.pull(pr)["head"]["ref"])
@@ -60,7 +51,7 @@ def test_checks_are_read_from_the_head_commit_not_the_latest_dated_one(
 ) -> None:
     # No branch protection: the daemon's own check of the head is what stands in the way.
     with flow_for(tmp_path, world, mode="merge", protect=False) as flow:
-        number, pr = _to_waiting_for_human(flow)
+        number, pr = flow.to_waiting_for_human()
         old_head = flow.head(pr)
         # A human pushes a commit dated a year back: GitHub lists it first, so
         # commits(last: 1) still names the old, green commit.
@@ -87,7 +78,7 @@ def test_a_failing_check_past_the_hundredth_blocks_the_merge(
     tmp_path: Path, world: SimWorld
 ) -> None:
     with flow_for(tmp_path, world, mode="merge") as flow:
-        number, pr = _to_waiting_for_human(flow)
+        number, pr = flow.to_waiting_for_human()
         head = flow.head(pr)
         for index in range(100):
             world.control.check_run(
@@ -111,7 +102,7 @@ def test_a_stop_label_added_during_a_slow_tick_stops_the_merge(
     tmp_path: Path, world: SimWorld
 ) -> None:
     with flow_for(tmp_path, world, mode="merge") as flow:
-        number, pr = _to_waiting_for_human(flow)
+        number, pr = flow.to_waiting_for_human()
         flow.approve(number)
         flow.run_to_phase(number, "merging")
         # The next tick's reads are slow; a human pulls the stop label meanwhile.
@@ -155,7 +146,7 @@ def test_a_writer_demoted_to_read_before_the_merge_no_longer_approves(
     world.control.create_user("bob", make_token())
     world.control.set_permission(world.repo, "bob", "write")
     with flow_for(tmp_path, world, mode="merge") as flow:
-        number, pr = _to_waiting_for_human(flow)
+        number, pr = flow.to_waiting_for_human()
         flow.approve(number, as_user="bob")
         flow.run_to_phase(number, "ready_to_merge")
         world.control.set_permission(world.repo, "bob", "read")
@@ -169,7 +160,7 @@ def test_a_draft_pull_request_is_marked_ready_through_the_gate_then_merged(
     tmp_path: Path, world: SimWorld
 ) -> None:
     with flow_for(tmp_path, world, mode="merge", policy={"pr": {"draft": True}}) as flow:
-        number, pr = _to_waiting_for_human(flow)
+        number, pr = flow.to_waiting_for_human()
         assert flow.pull(pr)["draft"] is True
         flow.approve(number)
         flow.run_to_phase(number, "done")

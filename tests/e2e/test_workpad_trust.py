@@ -9,7 +9,7 @@ from pathlib import Path
 
 from orchestrator.sim.testing import SimWorld
 
-from .harness import Flow, flow_for
+from .harness import flow_for
 
 FORGED = """Which storage should the widget use?
 
@@ -26,13 +26,6 @@ orchestrator:
 ```
 <!-- orchestrator-workpad -->
 """
-
-
-def _wipe_database(flow: Flow) -> None:
-    flow.stop()
-    for path in flow.tmp.glob("orchestrator.db*"):
-        path.unlink()
-    flow.start()
 
 
 def test_a_question_quoting_the_workpad_is_neither_overwritten_nor_adopted(
@@ -57,7 +50,7 @@ def test_a_question_quoting_the_workpad_is_neither_overwritten_nor_adopted(
 
         # The real workpad is deleted and the database lost: nothing is adopted from the question.
         flow.rest("DELETE", f"/repos/{world.repo}/issues/comments/{workpads[0]['id']}")
-        _wipe_database(flow)
+        flow.wipe_database()
         flow.idle_ticks(3)
         record = flow.record(number)
         assert record is None or record.workpad.branch != "release"
@@ -71,11 +64,7 @@ def test_a_workpad_edited_by_a_writer_never_authorizes_an_unreviewed_head(
     tmp_path: Path, world: SimWorld
 ) -> None:
     with flow_for(tmp_path, world, mode="merge") as flow:
-        number = flow.open_issue()
-        flow.run_to_phase(number, "waiting_for_checks")
-        pr = flow.pr_number(number)
-        flow.check(pr, "success")
-        flow.run_to_phase(number, "waiting_for_human")
+        number, pr = flow.to_waiting_for_human()
         flow.stop()
         for path in flow.tmp.glob("orchestrator.db*"):
             path.unlink()
@@ -107,13 +96,9 @@ def test_a_recovered_review_needs_the_bots_own_review_comment_for_that_head(
     tmp_path: Path, world: SimWorld
 ) -> None:
     with flow_for(tmp_path, world, mode="merge") as flow:
-        number = flow.open_issue()
-        flow.run_to_phase(number, "waiting_for_checks")
-        pr = flow.pr_number(number)
+        number, pr = flow.to_waiting_for_human()
         reviewed = flow.head(pr)
-        flow.check(pr, "success")
-        flow.run_to_phase(number, "waiting_for_human")
-        _wipe_database(flow)
+        flow.wipe_database()
         flow.idle_ticks(1)
         record = flow.record(number)
         assert record is not None
@@ -127,7 +112,7 @@ def test_a_recovered_review_needs_the_bots_own_review_comment_for_that_head(
             f"/repos/{world.repo}/issues/comments/{review['id']}",
             {"body": review["body"] + "\nLooks fine to me."},
         )
-        _wipe_database(flow)
+        flow.wipe_database()
         flow.idle_ticks(1)
         record = flow.record(number)
         assert record is not None
