@@ -241,7 +241,9 @@ class Executor:
     def _observe(self, run: _Execution, action: Observe, item: IssueSnapshot) -> None:
         row = run.rows[action.issue]
         issue = item.issue
-        if _same_observation(row.record.workpad.observation, action.observation):
+        if _same_observation(row.record.workpad.observation, action.observation) and (
+            action.head_seen is None or action.head_seen == row.record.head_seen
+        ):
             return
         updated = self.records.update(
             row.issue_id,

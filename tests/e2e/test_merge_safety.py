@@ -38,6 +38,10 @@ def test_a_label_approval_given_before_a_push_is_withdrawn_and_never_merges_the_
         flow.run_to_phase(number, "waiting_for_human")
         flow.idle_ticks(3)
         assert not flow.pull(pr)["merged"]
+        record = flow.record(number)
+        # The new head is dated from the first read that showed it, kept in the database.
+        assert record is not None and record.head_seen is not None
+        assert record.head_seen.sha == new_head
         asks = [c for c in flow.comments(number) if "approve it again" in c["body"]]
         assert len(asks) == 1 and new_head[:12] in asks[0]["body"]
 
