@@ -8,12 +8,13 @@ number, so a batch's text depends only on its size.
 
 Costs under GitHub's formula (see docs/github-contract.md):
 
-- fingerprint of N pull requests: 2 connections per PR (the last commit and the
-  review threads) = 2N requests, so 100 PRs cost 2 points and up to 74 cost 1;
+- fingerprint of N pull requests: 2 connections per PR (the head commit's check
+  contexts, reached through objects, and the review threads) = 2N requests, so
+  100 PRs cost 2 points and up to 74 cost 1;
 - full state of N pull requests: per PR 1 (reviews) + 1 (threads) + 50
-  (comments in each of 50 threads) + 1 (last commit) + 1 (its check contexts)
-  = 54 requests, so the full batch of 10 costs 5 points and one PR costs 1;
-- each mutation costs 1 point.
+  (comments in each of 50 threads) + 1 (the head commit's check contexts)
+  = 53 requests, so the full batch of 10 costs 5 points and one PR costs 1;
+- a follow-up page (a cut list read to its end) and each mutation cost 1 point.
 """
 
 from __future__ import annotations
