@@ -1,19 +1,33 @@
-"""Running git for workspaces without ever writing a credential to disk.
+"""The daemon's own git: immune to anything the agent can write, credentials through a pipe.
 
-A repository URL may carry credentials (``https://user:token@host/...``) and a
-token may be given separately. Both are turned into an ``Authorization`` header
-that reaches git only through the environment of the one command that needs
-it (``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``), never
-through the command line (visible to every user in ``ps``) and never through a
-config file or a remote URL an agent could read.
+The agent runs as the same OS user as the daemon and may edit any repository
+it can reach: the workspace's config and hooks, a mirror's config, ``~/.gitconfig``.
+So every git command the daemon runs
+
+- gets a minimal, explicit environment (``PATH``, a private empty ``HOME``,
+  ``LC_ALL=C``), never the daemon's: no secret it holds reaches git or anything
+  git starts; ``GIT_CONFIG_NOSYSTEM`` and ``GIT_CONFIG_GLOBAL=/dev/null`` keep
+  the system and user config out;
+- carries command-line settings that outrank any repository config: no hooks,
+  no file-system monitor, no attributes file, no ssh command or proxy, no
+  credential helper but ours, no extra HTTP header, and only the https, http
+  and file transports (``ext::`` and friends would run commands);
+- receives a credential, when it needs one, from a credential helper that reads
+  it from a pipe inherited by that one command: never in an environment
+  variable, on a command line or in a file.
+
+Network operations run in repositories the daemon just created (see
+:mod:`orchestrator.agent.mirror`), so no config the agent planted can redirect
+them.
 """
 
 from __future__ import annotations
 
-import base64
+import contextlib
 import os
+import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
@@ -29,10 +43,10 @@ GIT_OUTPUT_LIMIT = 1024 * 1024
 class RepoSource:
     """Where a repository is cloned from: a URL (or local path) and an optional token.
 
-    ``url`` may embed credentials; they are split off and used only as a
-    header. ``token`` is sent as HTTP basic auth with the user
-    ``x-access-token``, the form GitHub accepts for installation and personal
-    tokens.
+    ``url`` may embed credentials; they are split off and handed to git only
+    through :func:`credential_pipe`. ``token`` is sent as HTTP basic auth with
+    the user ``x-access-token``, the form GitHub accepts for installation and
+    personal tokens.
     """
 
     url: str
@@ -47,19 +61,23 @@ class RepoSource:
         """The URL without any user name or password: safe to store and to show."""
         return split_credentials(self.url)[0]
 
-    def auth_header(self) -> str | None:
-        """The ``Authorization`` header value for this source, if it has credentials."""
+    def credentials(self) -> Credentials | None:
+        """The user name and password to send for this source, if it has any."""
         _, user, password = split_credentials(self.url)
         if self.token:
             user, password = "x-access-token", self.token
         if user is None and password is None:
             return None
-        raw = f"{user or ''}:{password or ''}".encode()
-        for secret in (password, self.token):
-            register_secret(secret)
-        encoded = base64.b64encode(raw).decode("ascii")
-        register_secret(encoded)
-        return "Basic " + encoded
+        register_secret(password)
+        return Credentials(user or "", password or "")
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A user name and password for one git remote (never logged, never written)."""
+
+    username: str
+    password: str = field(repr=False)
 
 
 def split_credentials(url: str) -> tuple[str, str | None, str | None]:
@@ -77,32 +95,81 @@ def split_credentials(url: str) -> tuple[str, str | None, str | None]:
     )
 
 
-# Flags for git commands run inside a workspace, whose config the agent may have
-# edited: no hooks and no file-system monitor program may run on our behalf.
-UNTRUSTED_REPO_FLAGS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+# Command-line settings outrank every config file: whatever a repository's config,
+# an include it names, or the agent says, these hold for every daemon git command.
+PINNED_SETTINGS: tuple[tuple[str, str], ...] = (
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("core.attributesFile", "/dev/null"),
+    ("core.sshCommand", "false"),
+    ("core.gitProxy", ""),
+    ("core.askPass", ""),
+    ("http.extraHeader", ""),
+    ("credential.helper", ""),
+    ("protocol.allow", "never"),
+    ("protocol.https.allow", "always"),
+    ("protocol.http.allow", "always"),
+    ("protocol.file.allow", "always"),
+)
+PINNED_FLAGS: tuple[str, ...] = tuple(
+    part for key, value in PINNED_SETTINGS for part in ("-c", f"{key}={value}")
+)
+# Kept for callers that name the flags for a workspace command: every command gets them now.
+UNTRUSTED_REPO_FLAGS: tuple[str, ...] = ()
+
+_HOME_LOCK = threading.Lock()
+_HOME: list[Path] = []
 
 
-def git_environment(
-    auth_header: str | None = None, base: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """An environment for git (``base``, default the daemon's): never prompts, no config injection.
+def private_home() -> Path:
+    """An empty directory, private to this process, used as git's ``HOME``."""
+    with _HOME_LOCK:
+        if not _HOME or not _HOME[0].is_dir():
+            _HOME[:] = [Path(tempfile.mkdtemp(prefix="orchestrator-git-home-"))]
+        return _HOME[0]
 
-    With ``auth_header``, an ``http.extraHeader`` is added for this command only.
-    """
-    env = {
-        k: v
-        for k, v in (os.environ if base is None else base).items()
-        if not k.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))
-        and k not in ("GIT_CONFIG_COUNT", "GIT_CONFIG_PARAMETERS", "GIT_DIR", "GIT_WORK_TREE")
+
+def git_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of a daemon git command: nothing inherited but ``PATH``."""
+    source = os.environ if base is None else base
+    return {
+        "PATH": source.get("PATH") or os.defpath,
+        "HOME": str(private_home()),
+        "LC_ALL": "C",
+        "LANG": "C",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_TERMINAL_PROMPT": "0",
+        "GIT_ASKPASS": "",
+        "SSH_ASKPASS": "",
+        "GCM_INTERACTIVE": "never",
     }
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["GCM_INTERACTIVE"] = "never"
-    env["LC_ALL"] = "C"
-    if auth_header is not None:
-        env["GIT_CONFIG_COUNT"] = "1"
-        env["GIT_CONFIG_KEY_0"] = "http.extraHeader"
-        env["GIT_CONFIG_VALUE_0"] = f"Authorization: {auth_header}"
-    return env
+
+
+@contextlib.contextmanager
+def credential_pipe(credentials: Credentials | None) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    """The flags and inherited descriptor that hand ``credentials`` to git over a pipe.
+
+    The helper is a shell function that prints what the daemon wrote into the
+    pipe when git asks (``get``) and ignores ``store``/``erase``. The pipe holds
+    the secret only until the one git command reads it; its read end is passed to
+    that command alone.
+    """
+    if credentials is None:
+        yield [], ()
+        return
+    payload = f"username={credentials.username}\npassword={credentials.password}\n".encode()
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, payload)
+        os.close(write_end)
+        write_end = -1
+        helper = f'!f() {{ test "$1" = get && cat /dev/fd/{read_end}; }}; f'
+        yield ["-c", f"credential.helper={helper}"], (read_end,)
+    finally:
+        if write_end >= 0:
+            os.close(write_end)
+        os.close(read_end)
 
 
 def run_git(
@@ -110,28 +177,30 @@ def run_git(
     *,
     cwd: Path,
     timeout_s: float,
-    auth_header: str | None = None,
+    credentials: Credentials | None = None,
     check: bool = True,
     cancel: threading.Event | None = None,
     env: Mapping[str, str] | None = None,
 ) -> str:
-    """Run ``git args`` in ``cwd`` and return its standard output, stripped.
+    """Run the daemon's ``git args`` in ``cwd`` and return its standard output, stripped.
 
-    ``env`` replaces the daemon's environment as the base (pass the filtered
-    agent environment for commands in a workspace). Raises :class:`GitError`
-    (with credentials redacted) when the command fails and ``check`` is set, or
-    when it times out.
+    The command always runs with the pinned settings and the minimal environment
+    (``env`` may only supply ``PATH``); ``credentials`` reach git through a pipe.
+    Raises :class:`GitError` (with credentials redacted) when the command fails
+    and ``check`` is set, or when it times out.
     """
-    result = run_bounded(
-        ["git", *args],
-        cwd=cwd,
-        env=git_environment(auth_header, env),
-        timeout_s=timeout_s,
-        grace_s=2.0,
-        capture_bytes=GIT_OUTPUT_LIMIT,
-        merge_stderr=False,
-        cancel=cancel,
-    )
+    with credential_pipe(credentials) as (helper_flags, fds):
+        result = run_bounded(
+            ["git", *PINNED_FLAGS, *helper_flags, *args],
+            cwd=cwd,
+            env=git_environment(env),
+            timeout_s=timeout_s,
+            grace_s=2.0,
+            capture_bytes=GIT_OUTPUT_LIMIT,
+            merge_stderr=False,
+            cancel=cancel,
+            pass_fds=fds,
+        )
     if result.timed_out or result.cancelled or (check and result.exit_code != 0):
         command = redact_text(" ".join(args))
         output = redact_text((result.stderr or result.stdout)[-2000:])
@@ -144,9 +213,9 @@ def git_ok(
 ) -> bool:
     """Whether ``git args`` succeeds (for existence checks such as ``rev-parse --verify``)."""
     result = run_bounded(
-        ["git", *args],
+        ["git", *PINNED_FLAGS, *args],
         cwd=cwd,
-        env=git_environment(None, env),
+        env=git_environment(env),
         timeout_s=timeout_s,
         grace_s=1.0,
         capture_bytes=4096,

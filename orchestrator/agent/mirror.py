@@ -1,15 +1,24 @@
-"""Per-repository bare mirrors under the workspace root, so a new workspace never re-downloads.
+"""Per-repository bare mirrors outside the workspaces, and the daemon's network git.
 
-The first use of a repository clones it once (bare); later uses fetch only what
-changed. Workspaces are then cloned from the mirror on the local disk (objects
-are hard-linked, so each workspace is an independent repository). A mirror's
-config holds the credential-free URL only.
+A mirror is an object cache: the first use of a repository fills it, later
+uses fetch only what changed, and workspaces are cloned from it on the local
+disk. A mirror is never trusted with a credential: the agent runs as the same
+user and could have edited its config (a ``pushurl``, an ``insteadOf``, an
+``include``) or planted hooks. Every command that talks to the remote runs in a
+bare repository the daemon creates for that one operation (its objects borrowed
+from the mirror through ``alternates``), names the remote by its URL, and gets
+the credential through a pipe; the mirror then takes the fetched objects and
+refs from that repository over ``file://``, without any credential.
+
+Pushing works the same way: the agent's branch is fetched from the workspace
+into a fresh repository, checked (the expected commit, a fast-forward of the
+remote branch or of the base, no path under a ``.git`` folder), and pushed from
+there.
 """
 
 from __future__ import annotations
 
 import fcntl
-import os
 import shutil
 import tempfile
 import threading
@@ -17,31 +26,37 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from orchestrator.agent.errors import WorkspaceError
-from orchestrator.agent.git import RepoSource, run_git
+from orchestrator.agent.errors import GitError, WorkspaceError
+from orchestrator.agent.git import Credentials, RepoSource, git_ok, run_git
 from orchestrator.agent.naming import workspace_key
 from orchestrator.agent.paths import checked_child
 from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
 
-MIRRORS_DIR = ".mirrors"
 STAGING_DIR = ".staging"
+_INCOMING = "refs/orchestrator/incoming"
+_REMOTE = "refs/orchestrator/remote"
+
+
+def file_url(path: Path) -> str:
+    """A ``file://`` URL: git then serves it through upload-pack, never by linking files."""
+    return path.resolve().as_uri()
 
 
 class MirrorStore:
     """The bare mirrors of every repository workspaces are made from, one per clean URL."""
 
     def __init__(self, root: Path, *, timeout_s: float) -> None:
-        self.root = root
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.root = root.resolve()
         self.timeout_s = timeout_s
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
     def path_for(self, source: RepoSource) -> Path:
         """Where the mirror of ``source`` lives (checked to stay under the root)."""
-        folder = checked_child(self.root, MIRRORS_DIR, create=True)
-        return checked_child(folder, workspace_key(source.clean_url) + ".git")
+        return checked_child(self.root, workspace_key(source.clean_url) + ".git")
 
     @contextmanager
     def locked(self, source: RepoSource) -> Iterator[Path]:
@@ -56,53 +71,198 @@ class MirrorStore:
             finally:
                 fcntl.flock(lock_file.fileno(), fcntl.LOCK_UN)
 
+    def _git(
+        self,
+        args: list[str],
+        cwd: Path,
+        *,
+        credentials: Credentials | None = None,
+        cancel: threading.Event | None = None,
+        check: bool = True,
+    ) -> str:
+        return run_git(
+            args,
+            cwd=cwd,
+            timeout_s=self.timeout_s,
+            credentials=credentials,
+            cancel=cancel,
+            check=check,
+        )
+
+    @contextmanager
+    def scratch(self, mirror: Path | None = None) -> Iterator[Path]:
+        """A bare repository made for one operation, borrowing the mirror's objects."""
+        staging = checked_child(self.root, STAGING_DIR, create=True)
+        folder = Path(tempfile.mkdtemp(prefix="op-", dir=staging))
+        try:
+            repo = folder / "repo.git"
+            self._git(["init", "--bare", "--quiet", str(repo)], folder)
+            if mirror is not None and (mirror / "objects").is_dir():
+                alternates = repo / "objects" / "info" / "alternates"
+                alternates.write_text(str((mirror / "objects").resolve()) + "\n")
+            yield repo
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     def update(self, source: RepoSource, *, cancel: threading.Event | None = None) -> Path:
-        """Clone the mirror of ``source`` if it is missing, else fetch; return its path.
+        """Create the mirror of ``source`` if it is missing, then fetch; return its path.
 
         Call inside :meth:`locked` when the caller also reads the mirror.
         """
         path = self.path_for(source)
-        auth = source.auth_header()
-        if path.exists():
-            run_git(
-                ["fetch", "--prune", "--quiet", "origin"],
-                cwd=path,
-                timeout_s=self.timeout_s,
-                auth_header=auth,
-                cancel=cancel,
-            )
-            log.info("mirror_fetched", repo=source.clean_url, mirror=str(path))
-            return path
-        staging = checked_child(self.root, STAGING_DIR, create=True)
-        scratch = Path(tempfile.mkdtemp(prefix="mirror-", dir=staging))
+        created = not path.exists()
+        if created:
+            try:
+                self._git(["init", "--bare", "--quiet", str(path)], self.root)
+            except GitError as error:
+                raise WorkspaceError(f"could not create the mirror {path}: {error}") from error
         try:
-            target = scratch / "repo.git"
-            run_git(
-                ["clone", "--bare", "--quiet", source.clean_url, str(target)],
-                cwd=scratch,
-                timeout_s=self.timeout_s,
-                auth_header=auth,
+            head = self._fetch_into(path, source, cancel)
+        except GitError:
+            if created:
+                # A mirror that never got anything is not left behind half made.
+                shutil.rmtree(path, ignore_errors=True)
+            raise
+        default = _default_branch_of(head)
+        if default is not None:
+            self._git(["symbolic-ref", "HEAD", f"refs/heads/{default}"], path)
+        log.info("mirror_created" if created else "mirror_fetched", repo=source.clean_url)
+        return path
+
+    def _fetch_into(self, path: Path, source: RepoSource, cancel: threading.Event | None) -> str:
+        """Fetch the remote's branches into the mirror; return what ``ls-remote`` says of HEAD."""
+        with self.scratch(path) as repo:
+            self._git(
+                ["fetch", "--quiet", "--no-tags", source.clean_url, "+refs/heads/*:refs/heads/*"],
+                repo,
+                credentials=source.credentials(),
                 cancel=cancel,
             )
-            # A bare clone has no fetch refspec; mirror branches onto branches so
-            # workspaces cloned from here see them as origin/<branch>.
-            run_git(
-                ["config", "remote.origin.fetch", "+refs/heads/*:refs/heads/*"],
-                cwd=target,
-                timeout_s=self.timeout_s,
+            head = self._git(
+                ["ls-remote", "--symref", source.clean_url, "HEAD"],
+                repo,
+                credentials=source.credentials(),
+                cancel=cancel,
             )
-            os.rename(target, path)
-        except OSError as error:
-            raise WorkspaceError(f"could not create the mirror {path}: {error}") from error
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-        log.info("mirror_created", repo=source.clean_url, mirror=str(path))
-        return path
+            # The mirror takes objects and branches from the scratch repository over
+            # file://: no credential, no remote of the mirror's own config involved.
+            self._git(
+                [
+                    "fetch",
+                    "--quiet",
+                    "--prune",
+                    "--no-tags",
+                    file_url(repo),
+                    "+refs/heads/*:refs/heads/*",
+                ],
+                path,
+                cancel=cancel,
+            )
+        return head
 
     def default_branch(self, path: Path) -> str:
         """The branch the mirror's HEAD names (the repository's default branch)."""
-        ref = run_git(["symbolic-ref", "HEAD"], cwd=path, timeout_s=self.timeout_s, check=False)
+        ref = self._git(["symbolic-ref", "HEAD"], path, check=False)
         prefix = "refs/heads/"
         if not ref.startswith(prefix):
             raise WorkspaceError(f"mirror {path} has no default branch (HEAD is {ref!r})")
         return ref[len(prefix) :]
+
+    # ------------------------------------------------------------ publish
+
+    def push_branch(
+        self,
+        source: RepoSource,
+        *,
+        workspace: Path,
+        branch: str,
+        base_branch: str,
+        expected: str,
+        cancel: threading.Event | None = None,
+    ) -> str:
+        """Push the workspace's ``branch`` to the remote, if it is ``expected`` and safe.
+
+        Checks, in a repository made for this push: the workspace's branch is the
+        expected commit; it fast-forwards the remote branch (or, for a new branch,
+        descends from the base branch); no changed path lies under a ``.git``
+        folder. Raises :class:`WorkspaceError` naming what failed.
+        """
+        credentials = source.credentials()
+        with self.locked(source) as mirror, self.scratch(mirror) as repo:
+            self._git(
+                [
+                    "fetch",
+                    "--quiet",
+                    "--no-tags",
+                    file_url(workspace),
+                    f"+refs/heads/{branch}:{_INCOMING}",
+                ],
+                repo,
+                cancel=cancel,
+            )
+            fetched = self._git(["rev-parse", "--verify", f"{_INCOMING}^{{commit}}"], repo)
+            if fetched != expected:
+                raise WorkspaceError(
+                    f"branch {branch} is at {fetched[:12]} in the workspace, not {expected[:12]}"
+                )
+            # One fetch each: a branch the remote does not have yet must not spoil the other.
+            for name, target in ((base_branch, "base"), (branch, "branch")):
+                self._git(
+                    [
+                        "fetch",
+                        "--quiet",
+                        "--no-tags",
+                        source.clean_url,
+                        f"+refs/heads/{name}:{_REMOTE}/{target}",
+                    ],
+                    repo,
+                    credentials=credentials,
+                    cancel=cancel,
+                    check=False,
+                )
+            start = self._fast_forward_start(repo, branch, base_branch, expected)
+            changed = self._git(
+                ["diff", "--name-only", "--no-renames", start, expected], repo
+            ).splitlines()
+            bad = [p for p in changed if ".git" in (part.lower() for part in p.split("/"))]
+            if bad:
+                raise WorkspaceError(
+                    f"refusing to push {expected[:12]}: it changes {bad[0]!r} under a .git folder"
+                )
+            self._git(
+                ["push", "--quiet", source.clean_url, f"{expected}:refs/heads/{branch}"],
+                repo,
+                credentials=credentials,
+                cancel=cancel,
+            )
+        return expected
+
+    def _fast_forward_start(self, repo: Path, branch: str, base: str, head: str) -> str:
+        """Where ``head``'s new commits start: the remote branch it must fast-forward, or,
+        for a branch the remote does not have yet, where it leaves the base's history."""
+        if git_ok(
+            ["rev-parse", "--verify", "--quiet", f"{_REMOTE}/branch"], cwd=repo, timeout_s=30
+        ):
+            start = self._git(["rev-parse", f"{_REMOTE}/branch"], repo)
+            if not git_ok(["merge-base", "--is-ancestor", start, head], cwd=repo, timeout_s=60):
+                raise WorkspaceError(
+                    f"refusing to push {head[:12]}: it does not fast-forward the remote "
+                    f"{branch} ({start[:12]})"
+                )
+            return start
+        if git_ok(["rev-parse", "--verify", "--quiet", f"{_REMOTE}/base"], cwd=repo, timeout_s=30):
+            start = self._git(["merge-base", head, f"{_REMOTE}/base"], repo, check=False)
+            if not start:
+                raise WorkspaceError(
+                    f"refusing to push {head[:12]}: it shares no history with the base {base}"
+                )
+            return start
+        raise WorkspaceError(f"neither {branch} nor the base {base} could be read from the remote")
+
+
+def _default_branch_of(ls_remote: str) -> str | None:
+    """The branch ``ls-remote --symref ... HEAD`` says HEAD points at."""
+    for line in ls_remote.splitlines():
+        if line.startswith("ref: refs/heads/") and line.endswith("\tHEAD"):
+            return line[len("ref: refs/heads/") : -len("\tHEAD")]
+    return None

@@ -37,8 +37,12 @@ def spawn(
     stdin: IO[Any] | int | None,
     stdout: IO[Any] | int | None,
     stderr: IO[Any] | int | None,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen[bytes]:
-    """Start ``argv`` as the leader of a new session (its pid is the session and group id)."""
+    """Start ``argv`` as the leader of a new session (its pid is the session and group id).
+
+    Only ``pass_fds`` (besides the standard streams) are inherited by the child.
+    """
     return subprocess.Popen(
         list(argv),
         cwd=cwd,
@@ -48,6 +52,7 @@ def spawn(
         stderr=stderr,
         start_new_session=True,
         close_fds=True,
+        pass_fds=pass_fds,
     )
 
 
@@ -184,6 +189,7 @@ def run_bounded(
     capture_bytes: int,
     merge_stderr: bool = True,
     cancel: threading.Event | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> BoundedRun:
     """Run ``argv`` in its own session, at most ``timeout_s``, capturing its output.
 
@@ -199,6 +205,7 @@ def run_bounded(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
+        pass_fds=pass_fds,
     )
     out = OutputCapture(capture_bytes)
     err = OutputCapture(capture_bytes)

@@ -91,12 +91,21 @@ class WorkspaceSettings:
     git_user_email: str = "agent@orchestrator.invalid"
     git_timeout_ms: int = 600_000
     log_dir: Path | None = None
+    # Where the repositories' mirrors live: outside the workspace root, never inside a
+    # workspace (default: a sibling folder of the root, ``<root>.mirrors``).
+    mirror_root: Path | None = None
 
     def __post_init__(self) -> None:
         # Callers mapping a policy may hand over plain strings.
         object.__setattr__(self, "root", Path(self.root))
         if not self.root.is_absolute():
             raise SettingsError("workspace.root", f"must be an absolute path, got {self.root}")
+        if self.mirror_root is not None:
+            object.__setattr__(self, "mirror_root", Path(self.mirror_root))
+            if not self.mirror_root.is_absolute():
+                raise SettingsError(
+                    "workspace.mirror_root", f"must be an absolute path, got {self.mirror_root}"
+                )
         if self.log_dir is not None and not Path(self.log_dir).is_absolute():
             raise SettingsError("workspace.log_dir", f"must be absolute, got {self.log_dir}")
         if not is_valid_branch_name(f"{self.branch_prefix}1-x"):

@@ -21,7 +21,7 @@ from orchestrator.agent.environment import AgentEnvironment
 from orchestrator.agent.errors import HookFailed, WorkspaceError
 from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, RepoSource, git_ok, run_git
 from orchestrator.agent.hooks import HookName, run_hook
-from orchestrator.agent.mirror import STAGING_DIR, MirrorStore
+from orchestrator.agent.mirror import STAGING_DIR, MirrorStore, file_url
 from orchestrator.agent.naming import branch_name, is_valid_branch_name, workspace_key
 from orchestrator.agent.paths import checked_child
 from orchestrator.agent.settings import HookSettings, WorkspaceSettings
@@ -80,7 +80,8 @@ class WorkspaceManager:
         settings.root.mkdir(parents=True, exist_ok=True)
         self.root = settings.root.resolve()
         self._timeout_s = settings.git_timeout_ms / 1000
-        self.mirrors = MirrorStore(self.root, timeout_s=self._timeout_s)
+        mirror_root = settings.mirror_root or self.root.parent / f"{self.root.name}.mirrors"
+        self.mirrors = MirrorStore(mirror_root, timeout_s=self._timeout_s)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -215,7 +216,8 @@ class WorkspaceManager:
         scratch = Path(tempfile.mkdtemp(prefix=f"{key}-", dir=staging))
         target = scratch / key
         try:
-            self._git(["clone", "--no-checkout", "--quiet", str(mirror), str(target)], scratch)
+            # Through file:// (upload-pack): nothing of the mirror is linked or copied as is.
+            self._git(["clone", "--no-checkout", "--quiet", file_url(mirror), str(target)], scratch)
             # The mirror path is an implementation detail; the agent sees the real,
             # credential-free URL as origin.
             self._git(["remote", "set-url", "origin", source.clean_url], target)
@@ -301,9 +303,10 @@ class WorkspaceManager:
     ) -> str:
         """Push the workspace's branch to the repository and return the pushed commit SHA.
 
-        The push goes through the mirror, never from the workspace: the
-        workspace's config and hooks are the agent's to edit, so the
-        credential is used only where the agent has no say.
+        The push never runs in the workspace, whose config and hooks are the
+        agent's: the branch is fetched into a repository the daemon makes for the
+        push, checked there, and pushed with the credential handed over a pipe
+        (:meth:`MirrorStore.push_branch`).
         """
         path = checked_child(self.root, workspace.key)
         if workspace.branch == workspace.base_branch:
@@ -317,42 +320,14 @@ class WorkspaceManager:
         with self.mirrors.locked(source) as mirror:
             if not mirror.exists():
                 self.mirrors.update(source, cancel=cancel)
-            ref = f"refs/orchestrator/publish/{workspace.key}"
-            run_git(
-                [
-                    "fetch",
-                    "--quiet",
-                    "--no-tags",
-                    str(path),
-                    f"+refs/heads/{workspace.branch}:{ref}",
-                ],
-                cwd=mirror,
-                timeout_s=self._timeout_s,
-                cancel=cancel,
-                env=self.agent_git_env(),
-            )
-            fetched = run_git(["rev-parse", ref], cwd=mirror, timeout_s=self._timeout_s)
-            if fetched != head:
-                run_git(["update-ref", "-d", ref], cwd=mirror, timeout_s=self._timeout_s)
-                raise WorkspaceError(
-                    f"branch {workspace.branch} moved while publishing "
-                    f"({head[:12]} -> {fetched[:12]})"
-                )
-            run_git(
-                [
-                    "-c",
-                    "core.hooksPath=/dev/null",
-                    "push",
-                    "--quiet",
-                    "origin",
-                    f"{head}:refs/heads/{workspace.branch}",
-                ],
-                cwd=mirror,
-                timeout_s=self._timeout_s,
-                auth_header=source.auth_header(),
-                cancel=cancel,
-            )
-            run_git(["update-ref", "-d", ref], cwd=mirror, timeout_s=self._timeout_s)
+        self.mirrors.push_branch(
+            source,
+            workspace=path,
+            branch=workspace.branch,
+            base_branch=workspace.base_branch,
+            expected=head,
+            cancel=cancel,
+        )
         # Let the workspace see what the remote now has, for the ahead count.
         self._agent_git(["update-ref", f"refs/remotes/origin/{workspace.branch}", head], path)
         log.info("branch_published", issue=workspace.identifier, branch=workspace.branch, sha=head)

@@ -10,13 +10,32 @@ its own way is left alone, and the planner notices the divergence after the turn
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
 from orchestrator.agent import RepoSource, Workspace, WorkspaceManager
 from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, git_ok, run_git
+from orchestrator.agent.mirror import file_url
 from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
 
 _TIMEOUT_S = 120.0
+_FILTER_KEY = re.compile(r"^filter\.(.+)\.(clean|smudge|process|required)$")
+
+
+def _no_filters(git: Callable[..., str]) -> list[str]:
+    """Command-line settings that blank every filter driver the workspace's config defines."""
+    listing = git("config", "--null", "--name-only", "--get-regexp", r"^filter\.", check=False)
+    flags: list[str] = []
+    for key in sorted(set(listing.split("\0"))):
+        found = _FILTER_KEY.match(key.strip())
+        if found is not None:
+            name = found.group(1)
+            for part in ("clean", "smudge", "process"):
+                flags += ["-c", f"filter.{name}.{part}="]
+            flags += ["-c", f"filter.{name}.required=false"]
+    return flags
 
 
 def sync_to_head(
@@ -26,8 +45,10 @@ def sync_to_head(
     env = workspaces.agent_git_env()
     path = workspace.path
 
-    def git(*args: str) -> str:
-        return run_git([*UNTRUSTED_REPO_FLAGS, *args], cwd=path, timeout_s=_TIMEOUT_S, env=env)
+    def git(*args: str, check: bool = True) -> str:
+        return run_git(
+            [*UNTRUSTED_REPO_FLAGS, *args], cwd=path, timeout_s=_TIMEOUT_S, env=env, check=check
+        )
 
     def ok(*args: str) -> bool:
         return git_ok([*UNTRUSTED_REPO_FLAGS, *args], cwd=path, timeout_s=_TIMEOUT_S, env=env)
@@ -42,7 +63,7 @@ def sync_to_head(
                 "fetch",
                 "--quiet",
                 "--no-tags",
-                str(mirror),
+                file_url(mirror),
                 f"+refs/heads/{workspace.branch}:refs/remotes/origin/{workspace.branch}",
             )
     if not ok("cat-file", "-e", f"{head_sha}^{{commit}}"):
@@ -54,7 +75,9 @@ def sync_to_head(
     if not ok("merge-base", "--is-ancestor", local, head_sha):
         log.warning("workspace_diverged", local=local, head=head_sha)
         return False
-    git("merge", "--ff-only", "--quiet", head_sha)
+    # Updating the work tree would run the clean/smudge filters the workspace's config
+    # names (the agent's commands, outside any sandbox): each one is switched off.
+    git(*_no_filters(git), "merge", "--ff-only", "--quiet", head_sha)
     git("update-ref", f"refs/remotes/origin/{workspace.branch}", head_sha)
     log.info("workspace_synced", previous=local, head=head_sha)
     return True

@@ -106,18 +106,19 @@ def test_an_existing_remote_branch_is_checked_out_and_tracked(
     assert upstream == "origin/orchestrator/7-add-a-widget"
 
 
-def test_the_mirror_is_cloned_once_and_shared(harness: Harness) -> None:
+def test_the_mirror_is_made_once_outside_the_workspace_root(harness: Harness) -> None:
     one = harness.workspace("acme/widgets#1")
     two = harness.workspace("acme/widgets#2")
-    mirrors = list((harness.root / ".mirrors").glob("*.git"))
+    manager = harness.manager()
+    # The mirrors live beside the workspace root, never under it.
+    assert not manager.mirrors.root.is_relative_to(manager.root)
+    assert manager.mirrors.root == manager.root.parent / f"{manager.root.name}.mirrors"
+    mirrors = list(manager.mirrors.root.glob("*.git"))
     assert len(mirrors) == 1
-    # Objects of the workspaces are hard links into the mirror, not downloads.
-    objects = [
-        p for p in (mirrors[0] / "objects").rglob("*") if p.is_file() and "info" not in p.parts
-    ]
-    assert objects
-    assert all(p.stat().st_nlink >= 3 for p in objects)
+    assert not list(manager.root.glob("*.git"))
+    # Each workspace is an independent repository (copied through upload-pack, not linked).
     assert one.path != two.path
+    assert (one.path / ".git" / "objects").is_dir() and (two.path / ".git" / "objects").is_dir()
 
 
 @pytest.mark.parametrize(
@@ -163,11 +164,11 @@ def test_a_symlink_planted_in_the_root_cannot_redirect_a_workspace(
     assert list(outside.iterdir()) == []
 
 
-def test_a_symlinked_mirror_folder_is_refused(harness: Harness, tmp_path: Path) -> None:
-    outside = tmp_path / "mirrors-elsewhere"
+def test_a_symlinked_mirror_is_refused(harness: Harness, tmp_path: Path) -> None:
+    outside = tmp_path / "mirror-elsewhere"
     outside.mkdir()
     manager = harness.manager()
-    (manager.root / ".mirrors").symlink_to(outside)
+    manager.mirrors.path_for(harness.source).symlink_to(outside)
     with pytest.raises(UnsafeWorkspacePath):
         manager.ensure(IssueRef("acme/widgets#7", 7, "x"), harness.source)
     assert list(outside.iterdir()) == []
@@ -194,10 +195,11 @@ def test_an_unknown_base_branch_is_a_clear_error(harness: Harness) -> None:
 
 def test_an_unreachable_repository_leaves_nothing_behind(harness: Harness, tmp_path: Path) -> None:
     manager = harness.manager()
-    with pytest.raises(WorkspaceError, match="clone"):
+    with pytest.raises(WorkspaceError, match="fetch"):
         manager.ensure(IssueRef("acme/widgets#7", 7, "x"), RepoSource(str(tmp_path / "missing")))
     assert not manager.exists("acme/widgets#7")
-    assert list((manager.root / ".staging").iterdir()) == []
+    assert list(manager.mirrors.root.glob("*.git")) == []
+    assert list((manager.mirrors.root / ".staging").iterdir()) == []
 
 
 def test_removal_runs_before_remove_and_deletes_the_workspace(
