@@ -210,3 +210,26 @@ def in_current_context(fn: Callable[..., T]) -> Callable[..., T]:
 
 def current_context() -> MutableMapping[str, Any]:
     return structlog.contextvars.get_contextvars()
+
+
+ERROR_TEXT_LIMIT = 500
+
+
+def error_fields(error: BaseException) -> dict[str, str]:
+    """One unexpected exception as three short log fields, instead of a traceback.
+
+    ``error_type`` is the class name, ``error`` the message cut to
+    :data:`ERROR_TEXT_LIMIT` characters (an agent can make it huge), and
+    ``error_at`` the innermost frame as ``file:line in function``.
+    """
+    text = str(error)
+    if len(text) > ERROR_TEXT_LIMIT:
+        text = f"{text[:ERROR_TEXT_LIMIT]}... ({len(text)} characters)"
+    where = ""
+    tb = error.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is not None:
+        code = tb.tb_frame.f_code
+        where = f"{code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno} in {code.co_name}"
+    return {"error_type": type(error).__name__, "error": text, "error_at": where}

@@ -1,11 +1,22 @@
-"""The environment an agent or a hook runs with: the daemon's, minus every secret.
+"""The environment an agent or a hook runs with: built from an allow-list, never inherited whole.
 
-Removed: GitHub and git credentials (always), the ``ORCHESTRATOR_*`` settings
-of the daemon itself (its database URL, its API token), names on the deny list,
-names ending in ``_TOKEN``, ``_SECRET`` or ``_PASSWORD`` unless allowed, and any
-variable whose value contains a known secret (the tracker token under another
-name). Then the operator's extra variables and the runner's own
-``ORCHESTRATOR_*`` variables are added.
+The daemon's environment holds its own settings (``XDG_STATE_HOME`` points at
+its database and mirrors, ``ORCHESTRATOR_*`` at its database URL and API token)
+and whatever else the service manager gave it. None of it passes by default.
+An agent or hook gets:
+
+1. from the daemon's environment, only the names of :data:`BASE_ENV` (``PATH``,
+   ``HOME``, the locale, ``TERM``, ``TZ``, ``TMPDIR``) and the names the
+   settings allow on top (``AgentSettings.env_allow``), minus the names they
+   deny (``AgentSettings.env_deny``);
+2. the operator's own variables (``agent.env`` in the policy, where ``$NAME``
+   references pass a model API key on purpose);
+3. the runner's ``ORCHESTRATOR_*`` variables, which nothing overrides.
+
+Whatever the lists say, a GitHub or git credential name (``GITHUB_TOKEN``,
+``GIT_CONFIG_*``...) and any ``ORCHESTRATOR_*`` name of the daemon never pass,
+and neither does a variable whose value contains a secret the runtime
+registered (the tracker token under another name). Only names are logged.
 """
 
 from __future__ import annotations
@@ -15,12 +26,28 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from orchestrator.agent.settings import ALWAYS_DENIED_ENV, SECRET_SUFFIXES, AgentSettings
+from orchestrator.agent.settings import ALWAYS_DENIED_ENV, AgentSettings
 from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
 
 RUNNER_PREFIX = "ORCHESTRATOR_"
+
+# The POSIX locale categories; LC_ALL overrides them all, LANG is their default.
+LOCALE_ENV = frozenset(
+    {
+        "LANG",
+        "LC_ALL",
+        "LC_COLLATE",
+        "LC_CTYPE",
+        "LC_MESSAGES",
+        "LC_MONETARY",
+        "LC_NUMERIC",
+        "LC_TIME",
+    }
+)
+# The only names of the daemon's environment an agent or hook gets without being asked for.
+BASE_ENV = frozenset({"PATH", "HOME", "TERM", "TZ", "TMPDIR"}) | LOCALE_ENV
 
 
 @dataclass(frozen=True)
@@ -31,14 +58,21 @@ class BuiltEnvironment:
     withheld: tuple[str, ...]
 
 
-def _is_denied(name: str, settings: AgentSettings) -> bool:
+def _never_passed(name: str) -> bool:
     upper = name.upper()
     # GIT_CONFIG_* can inject an authorization header into every git command.
-    if upper in ALWAYS_DENIED_ENV or upper.startswith("GIT_CONFIG"):
-        return True
-    if upper.startswith(RUNNER_PREFIX) or upper in settings.env_deny:
-        return True
-    return upper.endswith(SECRET_SUFFIXES) and upper not in settings.env_allow
+    return (
+        upper in ALWAYS_DENIED_ENV
+        or upper.startswith("GIT_CONFIG")
+        or upper.startswith(RUNNER_PREFIX)
+    )
+
+
+def _inherited(name: str, settings: AgentSettings) -> bool:
+    """Whether the daemon's variable ``name`` passes to an agent or hook."""
+    if _never_passed(name) or name.upper() in settings.env_deny:
+        return False
+    return name in BASE_ENV or name.upper() in settings.env_allow
 
 
 def build_environment(
@@ -48,12 +82,12 @@ def build_environment(
     secrets: Iterable[str | None] = (),
     runner_vars: Mapping[str, str] | None = None,
 ) -> BuiltEnvironment:
-    """Filter ``base`` for an agent or hook, then add extra and runner variables."""
+    """The allowed part of ``base``, plus the extra and runner variables; see the module doc."""
     known = [s for s in secrets if s and len(s) >= 4]
     variables: dict[str, str] = {}
     withheld: list[str] = []
     for name, value in base.items():
-        if _is_denied(name, settings) or any(secret in value for secret in known):
+        if not _inherited(name, settings) or any(secret in value for secret in known):
             withheld.append(name)
             continue
         variables[name] = value
@@ -94,7 +128,7 @@ class AgentEnvironment:
                 self._secrets.add(value)
 
     def build(self, runner_vars: Mapping[str, str] | None = None) -> BuiltEnvironment:
-        """The filtered environment plus ``runner_vars``."""
+        """The allowed environment plus ``runner_vars``."""
         with self._lock:
             secrets = list(self._secrets)
         base = self._base if self._base is not None else dict(os.environ)

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+# The most tokens one count may hold (a hostile agent may report any number).
+MAX_TOKEN_COUNT = 10**15
+
 
 class EventKind(StrEnum):
     """What an event says, whatever agent sent it."""
@@ -40,10 +43,13 @@ class TokenUsage:
         return not (self.input_tokens or self.cached_input_tokens or self.output_tokens)
 
     def __add__(self, other: TokenUsage) -> TokenUsage:
+        # The agent reports these: the sums stay within what the store's columns hold.
         return TokenUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
+            input_tokens=min(self.input_tokens + other.input_tokens, MAX_TOKEN_COUNT),
+            cached_input_tokens=min(
+                self.cached_input_tokens + other.cached_input_tokens, MAX_TOKEN_COUNT
+            ),
+            output_tokens=min(self.output_tokens + other.output_tokens, MAX_TOKEN_COUNT),
         )
 
 

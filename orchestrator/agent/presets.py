@@ -16,12 +16,13 @@ mapper does not know are ignored, so a newer agent version degrades to
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from pathlib import Path
 from typing import Any
 
-from orchestrator.agent.events import AgentEvent, EventKind, TokenUsage
+from orchestrator.agent.events import MAX_TOKEN_COUNT, AgentEvent, EventKind, TokenUsage
 from orchestrator.agent.settings import AgentPreset, AgentSettings
 
 TEXT_LIMIT = 2_000
@@ -41,9 +42,12 @@ def _clip(value: object) -> str | None:
 
 
 def _count(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    """A token count from the agent: a finite number >= 0, at most ``MAX_TOKEN_COUNT``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
-    return int(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    return int(min(max(value, 0), MAX_TOKEN_COUNT))
 
 
 class EventMapper:

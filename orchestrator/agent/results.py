@@ -1,20 +1,18 @@
 """Reading the result files an agent leaves in ``.orchestrator/``, safely and with size limits.
 
 The content is validated by the pure parsers of :mod:`orchestrator.domain.results`;
-this module only gets the bytes there without following links, blocking on
-special files or reading more than the limit.
+this module only gets the bytes there, through :mod:`orchestrator.agent.safe_files`:
+without following links, blocking on special files or reading more than the limit.
 """
 
 from __future__ import annotations
 
-import errno
-import os
-import shutil
-import stat
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from orchestrator.agent.safe_files import UnsafeFile, open_folder, read_at, read_file, remove_at
+from orchestrator.agent.workspace import RESULT_DIR
 from orchestrator.domain.results import (
     BLOCKED_FILE,
     FIX_SUMMARY_FILE,
@@ -76,60 +74,25 @@ class ResultFiles:
 
 
 def clear_outputs(result_dir: Path) -> None:
-    """Remove result files left by an earlier turn, so nothing stale is read as this turn's."""
-    for name in ResultFile:
-        path = result_dir / name.value
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
+    """Remove result files left by an earlier turn, so nothing stale is read as this turn's.
 
-
-def read_file_limited(path: Path, *, name: str, max_bytes: int) -> str | ResultError | None:
-    """The UTF-8 text of ``path``; None when absent; an error when unsafe, too big or not text.
-
-    A symbolic link is refused (it could point at any file on the machine), as
-    is anything that is not a regular file.
+    Whatever stands under a result file's name (a link, a FIFO, a directory) is
+    removed without being followed. An absent folder has nothing to clear.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with open_folder(result_dir) as dir_fd:
+            for name in ResultFile:
+                remove_at(dir_fd, name.value)
     except FileNotFoundError:
-        return None
-    except OSError as error:
-        if error.errno == errno.ELOOP:
-            return ResultError(
-                name,
-                None,
-                None,
-                "is a symbolic link; result files must be regular files",
-                ResultErrorKind.INVALID_VALUE,
-            )
-        return ResultError(
-            name, None, None, f"cannot be read: {error.strerror}", ResultErrorKind.INVALID_VALUE
-        )
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return ResultError(
-                name, None, None, "is not a regular file", ResultErrorKind.INVALID_VALUE
-            )
-        if info.st_size > max_bytes:
-            return _too_large(name, info.st_size, max_bytes)
-        chunks: list[bytes] = []
-        size = 0
-        while size <= max_bytes:
-            chunk = os.read(fd, min(65536, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > max_bytes:
-            return _too_large(name, size, max_bytes)
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
+        return
+
+
+def _as_error(name: str, problem: UnsafeFile) -> ResultError:
+    kind = ResultErrorKind.TOO_LARGE if problem.too_large else ResultErrorKind.INVALID_VALUE
+    return ResultError(name, None, None, problem.problem, kind)
+
+
+def _decode(name: str, data: bytes) -> str | ResultError:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -139,14 +102,37 @@ def read_file_limited(path: Path, *, name: str, max_bytes: int) -> str | ResultE
         )
 
 
-def _too_large(name: str, size: int, max_bytes: int) -> ResultError:
-    return ResultError(
-        name,
-        None,
-        None,
-        f"file is {size} bytes, more than the limit of {max_bytes}",
-        ResultErrorKind.TOO_LARGE,
-    )
+def read_file_limited(path: Path, *, name: str, max_bytes: int) -> str | ResultError | None:
+    """The UTF-8 text of ``path``; None when absent; an error when unsafe, too big or not text.
+
+    Read through :mod:`orchestrator.agent.safe_files`: a symbolic link, a FIFO,
+    a directory or any other non-regular file is refused without blocking, as is
+    a folder on the way that was replaced by a link.
+    """
+    try:
+        data = read_file(path.parent, path.name, max_bytes=max_bytes)
+    except UnsafeFile as problem:
+        return _as_error(name, problem)
+    return None if data is None else _decode(name, data)
+
+
+def _read_all(result_dir: Path, max_bytes: int) -> dict[ResultFile, str | ResultError | None]:
+    """Each result file's text, error or absence; one folder error when the folder is unsafe."""
+    texts: dict[ResultFile, str | ResultError | None] = {}
+    try:
+        with open_folder(result_dir) as dir_fd:
+            for name in ResultFile:
+                try:
+                    data = read_at(
+                        dir_fd, name.value, path=result_dir / name.value, max_bytes=max_bytes
+                    )
+                except UnsafeFile as problem:
+                    texts[name] = _as_error(name.value, problem)
+                    continue
+                texts[name] = None if data is None else _decode(name.value, data)
+    except FileNotFoundError:
+        return dict.fromkeys(ResultFile)
+    return texts
 
 
 def read_results(
@@ -164,8 +150,13 @@ def read_results(
     """
     errors: list[ResultError] = []
     values: dict[ResultFile, object] = {}
+    try:
+        texts = _read_all(result_dir, max_bytes)
+    except UnsafeFile as problem:
+        folder = ResultError(RESULT_DIR, None, None, problem.problem)
+        return ResultFiles(errors=(folder,))
     for name in ResultFile:
-        text = read_file_limited(result_dir / name.value, name=name.value, max_bytes=max_bytes)
+        text = texts[name]
         if text is None:
             if name in required:
                 errors.append(

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import selectors
-import shutil
 import subprocess
 import threading
 import time
@@ -24,6 +23,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
 
+from orchestrator.agent import safe_files
 from orchestrator.agent.environment import AgentEnvironment
 from orchestrator.agent.errors import HookFailed, UnsafeWorkspacePath, WorkspaceError
 from orchestrator.agent.events import AgentEvent, EventKind
@@ -270,7 +270,7 @@ class AgentTurn:
             "ORCHESTRATOR_RESULT_DIR": str(result_dir),
             "ORCHESTRATOR_PROMPT_FILE": str(prompt),
         }
-        if (result_dir / CONTEXT_FILE).is_file():
+        if safe_files.is_regular_file(result_dir, CONTEXT_FILE):
             variables["ORCHESTRATOR_CONTEXT_FILE"] = str(result_dir / CONTEXT_FILE)
         return _TurnFiles(
             result_dir=result_dir,
@@ -414,7 +414,12 @@ class AgentTurn:
             return TurnOutcome.CANCELLED, f"cancelled before start: {self._cancel_reason}", None
         settings = self.runner.settings
         splitter = LineSplitter(settings.max_line_bytes)
-        with open(prompt_file, "rb") as stdin, open(stderr_log, "ab") as stderr:
+        try:
+            # A before_run hook runs the repository's code: the prompt may be a FIFO by now.
+            prompt = safe_files.open_for_reading(prompt_file.parent, prompt_file.name)
+        except (OSError, safe_files.UnsafeFile) as error:
+            return TurnOutcome.FAILED, f"could not open the prompt: {error}", None
+        with prompt as stdin, open(stderr_log, "ab") as stderr:
             try:
                 proc = spawn(
                     ["bash", "-lc", command],
@@ -588,14 +593,10 @@ class AgentTurn:
 
 
 def _write_new(path: Path, data: bytes) -> None:
-    """Write a fresh file at ``path``, never following a link someone left there."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    elif path.is_symlink() or path.exists():
-        path.unlink()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
+    """Write a fresh file at ``path``: whatever stood there is removed, never followed."""
+    with safe_files.open_folder(path.parent, create=True) as dir_fd:
+        safe_files.remove_at(dir_fd, path.name)
+        safe_files.write_at(dir_fd, path.name, data, path=path)
 
 
 def _since(moment: float | None, start: float) -> float | None:
@@ -604,10 +605,13 @@ def _since(moment: float | None, start: float) -> float | None:
 
 def _tail(path: Path, limit: int) -> str:
     try:
-        with open(path, "rb") as handle:
+        # The agent runs as the daemon's user and may have swapped its log for a FIFO.
+        with safe_files.open_folder(path.parent) as dir_fd:
+            fd = safe_files.open_regular(dir_fd, path.name, path=path)
+        with os.fdopen(fd, "rb") as handle:
             handle.seek(0, os.SEEK_END)
             size = handle.tell()
             handle.seek(max(0, size - limit))
             return handle.read().decode("utf-8", "replace")
-    except OSError:
+    except (OSError, safe_files.UnsafeFile):
         return ""

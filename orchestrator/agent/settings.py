@@ -45,7 +45,6 @@ ALWAYS_DENIED_ENV = frozenset(
         "GIT_CONFIG_SYSTEM",
     }
 )
-SECRET_SUFFIXES = ("_TOKEN", "_SECRET", "_PASSWORD")
 
 
 def _non_negative(name: str, value: int) -> None:
@@ -140,7 +139,10 @@ class AgentSettings:
     stall_timeout_ms: int = 300_000
     turn_timeout_ms: int = 3_600_000
     grace_period_ms: int = 5_000
+    # Set for the agent and hooks (policy ``agent.env``).
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    # Names of the daemon's environment that never pass / pass besides the base allow-list
+    # (see orchestrator.agent.environment); credentials never pass whatever these say.
     env_deny: frozenset[str] = frozenset()
     env_allow: frozenset[str] = frozenset()
     max_line_bytes: int = 10 * MIB

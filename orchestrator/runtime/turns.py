@@ -9,7 +9,12 @@ that worker asks the pure planner about this one issue and applies the push it
 plans through its own gate, under the same idempotency key the polling leader's
 tick would use (the leader then finds it done in the outbox). Any failure before the agent ran
 (workspace, hook, prompt) is recorded as a failed turn, so the planner's retry
-policy applies to it like any other.
+policy applies to it like any other. So is any unexpected exception while the
+turn is run, its results read or its outcome recorded: it is logged once
+(``turn_crashed``, ``turn_record_failed``, with the error's type, text and
+innermost frame, no traceback) and becomes a failed attempt with its backoff,
+counted toward ``orchestration.max_failed_attempts``, never a turn the next
+tick dispatches again at once.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from orchestrator.agent import RepoSource, TurnRequest, Workspace
 from orchestrator.agent.errors import AgentLayerError
 from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, run_git
 from orchestrator.agent.results import CONTEXT_FILE
+from orchestrator.agent.safe_files import write_file
 from orchestrator.domain.actions import Dispatch, SideEffect, SideEffectKind
 from orchestrator.domain.planner import plan
 from orchestrator.domain.record_updates import record_outcome
@@ -38,10 +44,10 @@ from orchestrator.domain.snapshot import (
     TrackedIssue,
 )
 from orchestrator.github.errors import GitHubError, RateLimited
-from orchestrator.logs import bind_context, get_logger
+from orchestrator.logs import bind_context, error_fields, get_logger
 from orchestrator.runtime.context import turn_context
 from orchestrator.runtime.gate import SideEffectGate
-from orchestrator.runtime.records import RecordStore
+from orchestrator.runtime.records import RecordRow, RecordStore
 from orchestrator.runtime.switches import SwitchBoard
 from orchestrator.runtime.sync import sync_to_head
 from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView
@@ -173,16 +179,34 @@ class TurnRunner:
             log.warning("turn_not_run", error=str(error), outcome=kind.value)
             outcome = self._bare_outcome(job, slot, kind, started_at)
             if run_started:
-                self.db.runs.finish(
-                    slot.run_id, outcome=kind.value, now=self.clock(), error=str(error)
-                )
+                self._finish_run(slot, kind, str(error))
+        except Exception as error:
+            # A bug, or agent-written content nothing anticipated: still one failed attempt,
+            # with its backoff, never an unrecorded turn the next tick dispatches again at once.
+            kind = OutcomeKind.CANCELLED if slot.cancel_event.is_set() else OutcomeKind.FAILED
+            fields = error_fields(error)
+            log.error("turn_crashed", outcome=kind.value, run_started=run_started, **fields)
+            outcome = self._bare_outcome(job, slot, kind, started_at)
+            if run_started:
+                self._finish_run(slot, kind, f"{fields['error_type']}: {fields['error']}")
         self._record(job, outcome)
         if (
             outcome.kind is OutcomeKind.SUCCEEDED
             and not slot.cancel_event.is_set()
             and self.pushes_after_turn()
         ):
-            self._push(job)
+            try:
+                self._push(job)
+            except Exception as error:
+                # The outcome is stored: the leader's next tick plans the push again.
+                log.error("turn_push_failed", **error_fields(error))
+
+    def _finish_run(self, slot: TurnSlot, kind: OutcomeKind, error: str) -> None:
+        """Close the run's row with the failure; a store error here is logged, not raised."""
+        try:
+            self.db.runs.finish(slot.run_id, outcome=kind.value, now=self.clock(), error=error)
+        except Exception as problem:
+            log.error("turn_run_not_closed", **error_fields(problem))
 
     def _push(self, job: TurnJob) -> None:
         """Apply the push the planner wants after this turn, from this replica's workspace."""
@@ -241,10 +265,12 @@ class TurnRunner:
             policy=job.view.flow.review,
             actor=self.github.actor,
         )
-        result_dir = workspace.result_dir
-        result_dir.mkdir(exist_ok=True)
-        (result_dir / CONTEXT_FILE).write_text(
-            json.dumps(context, indent=2, ensure_ascii=False), encoding="utf-8"
+        # Not followed, never blocking: a link, FIFO or directory the agent left there
+        # fails the turn with UnsafeFile naming the file (a failed attempt, with backoff).
+        write_file(
+            workspace.result_dir,
+            CONTEXT_FILE,
+            json.dumps(context, indent=2, ensure_ascii=False).encode("utf-8"),
         )
         head = run_git(
             [*UNTRUSTED_REPO_FLAGS, "rev-parse", "--verify", "--quiet", "HEAD"],
@@ -285,13 +311,30 @@ class TurnRunner:
         )
 
     def _record(self, job: TurnJob, outcome: AgentOutcome) -> None:
-        threads = job.pr.threads if job.pr is not None else ()
-        flow = job.view.flow
-        updated = self.records.update(
-            job.issue_id,
-            lambda record: record_outcome(record, outcome, flow, threads, self.github.login),
-            now=self.clock(),
-        )
+        """Fold the outcome into the record; if that raises, record a bare failure instead.
+
+        The fallback keeps the run, phase, times and heads but none of the
+        agent's result files, so the failure counts toward
+        ``orchestration.max_failed_attempts`` and waits its backoff.
+        """
+        try:
+            updated = self._store(job, outcome)
+        except Exception as error:
+            log.error("turn_record_failed", outcome=outcome.kind.value, **error_fields(error))
+            outcome = AgentOutcome(
+                run_id=outcome.run_id,
+                phase=outcome.phase,
+                kind=OutcomeKind.FAILED,
+                started_at=outcome.started_at,
+                finished_at=outcome.finished_at,
+                head_before=outcome.head_before,
+                head_after=outcome.head_after,
+            )
+            try:
+                updated = self._store(job, outcome)
+            except Exception as second:
+                log.error("turn_record_lost", **error_fields(second))
+                return
         log.info(
             "turn_recorded",
             outcome=outcome.kind.value,
@@ -302,4 +345,13 @@ class TurnRunner:
                 if updated is not None and updated.record.retry_due_at
                 else None
             ),
+        )
+
+    def _store(self, job: TurnJob, outcome: AgentOutcome) -> RecordRow | None:
+        threads = job.pr.threads if job.pr is not None else ()
+        flow = job.view.flow
+        return self.records.update(
+            job.issue_id,
+            lambda record: record_outcome(record, outcome, flow, threads, self.github.login),
+            now=self.clock(),
         )

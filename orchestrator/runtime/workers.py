@@ -19,7 +19,7 @@ from orchestrator.agent import AgentTurn
 from orchestrator.agent.events import AgentEvent
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.snapshot import IssueRef, RunningAgent
-from orchestrator.logs import get_logger, in_current_context
+from orchestrator.logs import error_fields, get_logger, in_current_context
 from orchestrator.runtime.status import RunningTurn
 
 log = get_logger(__name__)
@@ -126,8 +126,8 @@ class WorkerPool:
     def _run(self, slot: TurnSlot, job: Callable[[TurnSlot], None]) -> None:
         try:
             job(slot)
-        except Exception:
-            log.exception("turn_job_failed", run_id=slot.run_id)
+        except Exception as error:
+            log.error("turn_job_failed", run_id=slot.run_id, **error_fields(error))
         finally:
             with self._lock:
                 if self._slots.get(slot.ref) is slot:

@@ -2,8 +2,8 @@
 
 It reads the same ``ORCHESTRATOR_*`` variables a real agent gets, prints JSON
 lines, edits and commits files with git, and writes result files, or misbehaves
-on purpose (hangs, stalls, crashes, prints noise, leaves huge files, spawns
-children that ignore SIGTERM). Run it as ``orchestrator sim agent`` or
+on purpose (hangs, stalls, crashes, prints noise, leaves huge files, plants
+links and FIFOs, spawns children that ignore SIGTERM). Run it as ``orchestrator sim agent`` or
 ``python -m orchestrator.sim.agent``; the scenario format is in docs/agent.md.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import string
 import subprocess
@@ -82,6 +83,7 @@ class ScriptedAgent:
             "noise": self._noise,
             "huge_line": lambda a: self._print("x" * a),
             "huge_file": self._huge_file,
+            "special_file": self._special_file,
             "hang": lambda a: self._hang() if a else None,
             "stall_after": self._stall_after,
             "crash": self._crash,
@@ -165,6 +167,25 @@ class ScriptedAgent:
             while remaining > 0:
                 handle.write(block[:remaining])
                 remaining -= len(block)
+
+    def _special_file(self, arg: dict[str, str]) -> None:
+        """Replace whatever is at ``path`` with a link, hard link, FIFO or directory."""
+        path = self._path(self._expand(arg["path"]))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.is_symlink() or path.exists():
+            path.unlink()
+        kind = arg["kind"]
+        target = self._expand(arg.get("target", ""))
+        if kind == "symlink":
+            path.symlink_to(target)
+        elif kind == "hardlink":
+            os.link(self._path(target), path)
+        elif kind == "fifo":
+            os.mkfifo(path)
+        else:
+            path.mkdir()
 
     def _result(self, name: str, content: str) -> None:
         self.result_dir.mkdir(parents=True, exist_ok=True)

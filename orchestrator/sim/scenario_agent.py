@@ -181,6 +181,22 @@ def _anything(value: Any, where: str) -> None:
     return None
 
 
+SPECIAL_KINDS = ("symlink", "hardlink", "fifo", "directory")
+
+
+def _special_file(value: Any, where: str) -> None:
+    _fields(
+        value,
+        where,
+        required={"path": _relative_path, "kind": _text},
+        optional={"target": _text},
+    )
+    if value["kind"] not in SPECIAL_KINDS:
+        _fail(f"{where}.kind", f"must be one of {', '.join(SPECIAL_KINDS)}")
+    if value["kind"] in ("symlink", "hardlink") and "target" not in value:
+        _fail(where, f"a {value['kind']} needs a target")
+
+
 STEP_CHECKS: dict[str, Check] = {
     "message": _text,
     "emit": _object,
@@ -205,6 +221,7 @@ STEP_CHECKS: dict[str, Check] = {
     "noise": _noise,
     "huge_line": _count,
     "huge_file": lambda v, w: _fields(v, w, required={"path": _relative_path, "bytes": _count}),
+    "special_file": _special_file,
     "hang": _flag,
     "stall_after": _count,
     "crash": _crash,

@@ -17,6 +17,7 @@ from orchestrator.agent import (
     TurnOutcome,
     TurnRequest,
 )
+from orchestrator.agent.events import MAX_TOKEN_COUNT
 from orchestrator.agent.presets import (
     ClaudeMapper,
     CodexMapper,
@@ -197,6 +198,14 @@ def test_the_contract_events() -> None:
     assert mapper.map({"type": "error", "message": "x"}).kind is EventKind.ERROR
     assert mapper.map({"weird": 1}).kind is EventKind.OTHER
     assert mapper.session_id == "s-1"
+
+
+def test_absurd_token_counts_are_clamped_never_raised() -> None:
+    mapper = new_mapper(AgentPreset.COMMAND)
+    for value in (float("inf"), float("nan"), 10**4000, 1e308, -(10**30)):
+        mapper.map({"type": "usage", "input_tokens": value, "output_tokens": value})
+    assert mapper.usage.input_tokens == MAX_TOKEN_COUNT
+    assert mapper.usage.total_tokens == 2 * MAX_TOKEN_COUNT
 
 
 @pytest.mark.parametrize("mapper", [EventMapper(), CodexMapper(), ClaudeMapper(), PiMapper()])

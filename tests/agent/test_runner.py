@@ -114,7 +114,9 @@ def test_the_agent_environment_holds_no_token(harness: Harness, tmp_path: Path) 
         assert name not in env, name
     assert TOKEN not in json.dumps(env)
     assert env["ALLOWED_TOKEN"] == "fine-to-pass"
-    assert env["OPENAI_API_KEY"] == "sk-for-the-agent"
+    # Not on any allow-list: a model key reaches the agent only when the policy gives it.
+    assert "OPENAI_API_KEY" not in env
+    assert env["LANG"] == "C.UTF-8"
     assert env["AGENT_MODE"] == "ci"
     assert env["ORCHESTRATOR_SCENARIO_NOTE"] == "extra"
 

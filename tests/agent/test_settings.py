@@ -117,7 +117,11 @@ def test_runner_variables_cannot_be_overridden_by_extra_env() -> None:
 
 def test_a_secret_added_later_is_withheld_from_then_on() -> None:
     environment = AgentEnvironment(
-        AgentSettings(command="x", extra_env={"CONFIG": "uses rotated-secret-1"}),
+        AgentSettings(
+            command="x",
+            extra_env={"CONFIG": "uses rotated-secret-1"},
+            env_allow=frozenset({"RENAMED"}),
+        ),
         base={"RENAMED": "rotated-secret-1"},
     )
     assert "RENAMED" in environment.build().variables

@@ -58,6 +58,14 @@ from .conftest import git, make_origin
             {"phases": {"reviewing": {"attempts": {"2": {"phases": {}}}}}},
             "phases.reviewing.attempts.2.phases: unknown key",
         ),
+        (
+            {"steps": [{"special_file": {"path": "a", "kind": "socket"}}]},
+            "steps[0].special_file.kind: must be one of symlink, hardlink, fifo, directory",
+        ),
+        (
+            {"steps": [{"special_file": {"path": "a", "kind": "symlink"}}]},
+            "steps[0].special_file: a symlink needs a target",
+        ),
     ],
 )
 def test_scenario_errors_name_the_entry(document: Any, message: str) -> None:
