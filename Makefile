@@ -8,7 +8,7 @@ OPENAPI_VERSION := 23.0.2
 GRAPHQL_SCHEMA_VERSION := 15.26.1
 PYTEST_ARGS ?=
 
-.PHONY: all demo test lint bench contracts postgres-server systemd-tools browser clean
+.PHONY: all demo test lint bench contracts postgres-server systemd-tools sandbox-tools browser clean
 
 all: test
 
@@ -49,6 +49,13 @@ systemd-tools:
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	  --no-install-recommends systemd >/dev/null; }
 
+# bubblewrap, the agents' OS sandbox (Debian's package): the sandbox tests run it for real,
+# and the daemon's default (agent.sandbox: auto) uses it.
+sandbox-tools:
+	@command -v bwrap >/dev/null 2>&1 || { echo "installing Debian's bubblewrap package"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	  --no-install-recommends bubblewrap >/dev/null; }
+
 # Headless Chromium for the dashboard's browser test (Debian's package; Playwright
 # drives /usr/bin/chromium and never downloads a browser of its own).
 browser:
@@ -59,8 +66,9 @@ browser:
 demo: $(STAMP)
 	$(BIN)/orchestrator demo
 
-test: $(STAMP) contracts postgres-server systemd-tools browser
-	ORCHESTRATOR_REQUIRE_PG=1 ORCHESTRATOR_REQUIRE_SYSTEMD=1 ORCHESTRATOR_REQUIRE_BROWSER=1 bash tests/support/with-postgres.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+test: $(STAMP) contracts postgres-server systemd-tools sandbox-tools browser
+	ORCHESTRATOR_REQUIRE_PG=1 ORCHESTRATOR_REQUIRE_SYSTEMD=1 ORCHESTRATOR_REQUIRE_BROWSER=1 \
+	  ORCHESTRATOR_REQUIRE_SANDBOX=1 bash tests/support/with-postgres.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -20,6 +20,13 @@ from orchestrator.agent.hooks import HookName, HookResult
 from orchestrator.agent.naming import branch_name, workspace_key
 from orchestrator.agent.results import ResultFile, ResultFiles
 from orchestrator.agent.runner import AgentRunner, AgentTurn
+from orchestrator.agent.sandbox import (
+    SandboxError,
+    SandboxMode,
+    SandboxSettings,
+    SandboxVerdict,
+    probe_bwrap,
+)
 from orchestrator.agent.settings import AgentPreset, AgentSettings, HookSettings, WorkspaceSettings
 from orchestrator.agent.snapshot import HeadSnapshot
 from orchestrator.agent.turn import TurnOutcome, TurnRequest, TurnResult
@@ -44,6 +51,10 @@ __all__ = [
     "RepoSource",
     "ResultFile",
     "ResultFiles",
+    "SandboxError",
+    "SandboxMode",
+    "SandboxSettings",
+    "SandboxVerdict",
     "SettingsError",
     "TokenUsage",
     "TurnOutcome",
@@ -55,5 +66,6 @@ __all__ = [
     "WorkspaceManager",
     "WorkspaceSettings",
     "branch_name",
+    "probe_bwrap",
     "workspace_key",
 ]

@@ -1,5 +1,8 @@
 """Operator hooks: shell snippets run with ``bash -lc`` in a workspace, bounded in time.
 
+They run in the agents' sandbox when one is configured (``HookSettings.sandbox``):
+a hook runs the repository's code, which the agent may have changed.
+
 ``after_create`` and ``before_run`` guard what follows them (a failure aborts
 the workspace creation or the attempt); ``after_run`` and ``before_remove`` are
 housekeeping whose failure is logged and ignored.
@@ -83,6 +86,7 @@ def run_hook(
         grace_s=settings.grace_period_ms / 1000,
         capture_bytes=settings.log_output_bytes,
         cancel=cancel,
+        sandbox=settings.sandbox,
     )
     result = HookResult(
         name=name,

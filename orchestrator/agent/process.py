@@ -3,6 +3,11 @@
 Every program the agent layer starts (git, hooks, the agent) gets a new
 session, so one signal reaches its whole process tree: SIGTERM, a grace
 period, then SIGKILL, until no live process of that session is left.
+
+Agents and hooks may run in a sandbox (:mod:`orchestrator.agent.sandbox`):
+then the session's leader is bubblewrap, which would die at once on SIGTERM
+and take the sandbox down with SIGKILL. It is spared the SIGTERM, so the
+agent inside gets its grace period like an unsandboxed one.
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from orchestrator.agent.sandbox import SandboxSettings
+
 # How often loops wake up to look at deadlines, cancellation and exits.
 POLL_INTERVAL_S = 0.02
 # After SIGKILL the kernel needs a moment to tear processes down; never wait forever.
@@ -27,6 +34,10 @@ KILL_SETTLE_S = 5.0
 PIPE_DRAIN_S = 0.5
 
 _PROC = Path("/proc")
+
+
+class SandboxedProcess(subprocess.Popen[bytes]):
+    """A child whose leader is bubblewrap: :func:`terminate_session` spares it the SIGTERM."""
 
 
 def spawn(
@@ -38,12 +49,23 @@ def spawn(
     stdout: IO[Any] | int | None,
     stderr: IO[Any] | int | None,
     pass_fds: tuple[int, ...] = (),
+    sandbox: SandboxSettings | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` as the leader of a new session (its pid is the session and group id).
 
     Only ``pass_fds`` (besides the standard streams) are inherited by the child.
+    With ``sandbox``, ``argv`` runs in it (``cwd`` is the writable workspace)
+    with the agent's home as ``$HOME``; raises
+    :class:`~orchestrator.agent.sandbox.SandboxError` (an ``OSError``) when the
+    home cannot be prepared.
     """
-    return subprocess.Popen(
+    factory: type[subprocess.Popen[bytes]] = subprocess.Popen
+    if sandbox is not None:
+        launch = sandbox.launch(argv, cwd=cwd, env=env)
+        argv, env = launch.argv, launch.env
+        if launch.sandboxed:
+            factory = SandboxedProcess
+    return factory(
         list(argv),
         cwd=cwd,
         env=dict(env),
@@ -86,11 +108,18 @@ def session_members(session_id: int) -> list[int]:
     return members
 
 
-def signal_session(session_id: int, sig: signal.Signals) -> None:
-    """Send ``sig`` to the session's process group and to every other live member."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(session_id, sig)
+def signal_session(session_id: int, sig: signal.Signals, *, spare_leader: bool = False) -> None:
+    """Send ``sig`` to the session's process group and to every other live member.
+
+    With ``spare_leader`` the leader itself is left out (and the members are
+    signalled one by one, since a signal to the group would reach it).
+    """
+    if not spare_leader:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(session_id, sig)
     for pid in session_members(session_id):
+        if spare_leader and pid == session_id:
+            continue
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
 
@@ -104,13 +133,15 @@ def terminate_session(proc: subprocess.Popen[bytes], grace_s: float) -> bool:
     """SIGTERM the whole session, wait up to ``grace_s``, then SIGKILL what is left.
 
     Returns True when no live process of the session remains; the leader is
-    always reaped.
+    always reaped. A sandbox's leader (bubblewrap) gets only the SIGKILL: the
+    agent inside has the grace period, and when it exits the sandbox ends.
     """
     if _all_gone(proc):
         return True
-    signal_session(proc.pid, signal.SIGTERM)
+    spare = isinstance(proc, SandboxedProcess)
+    signal_session(proc.pid, signal.SIGTERM, spare_leader=spare)
     # A stopped process keeps a pending SIGTERM until it runs again.
-    signal_session(proc.pid, signal.SIGCONT)
+    signal_session(proc.pid, signal.SIGCONT, spare_leader=spare)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         if _all_gone(proc):
@@ -190,12 +221,14 @@ def run_bounded(
     merge_stderr: bool = True,
     cancel: threading.Event | None = None,
     pass_fds: tuple[int, ...] = (),
+    sandbox: SandboxSettings | None = None,
 ) -> BoundedRun:
     """Run ``argv`` in its own session, at most ``timeout_s``, capturing its output.
 
     On timeout or cancellation the whole session is terminated (SIGTERM, grace,
     SIGKILL) and ``exit_code`` is None. Background processes the program leaves
-    behind are terminated too, so nothing outlives the call.
+    behind are terminated too, so nothing outlives the call. ``sandbox`` is
+    passed to :func:`spawn`.
     """
     started = time.monotonic()
     proc = spawn(
@@ -206,6 +239,7 @@ def run_bounded(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         pass_fds=pass_fds,
+        sandbox=sandbox,
     )
     out = OutputCapture(capture_bytes)
     err = OutputCapture(capture_bytes)

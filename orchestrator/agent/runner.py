@@ -428,6 +428,7 @@ class AgentTurn:
                     stdin=stdin,
                     stdout=subprocess.PIPE,
                     stderr=stderr,
+                    sandbox=settings.sandbox,
                 )
             except OSError as error:
                 return TurnOutcome.FAILED, f"could not start the agent: {error}", None

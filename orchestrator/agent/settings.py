@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 from orchestrator.agent.errors import SettingsError
 from orchestrator.agent.naming import is_valid_branch_name
+from orchestrator.agent.sandbox import SandboxSettings
 
 MIB = 1024 * 1024
 
@@ -68,6 +69,8 @@ class HookSettings:
     timeout_ms: int = 60_000
     grace_period_ms: int = 2_000
     log_output_bytes: int = 4_096
+    # The OS sandbox hooks run in (the agents' one); None runs them as they are.
+    sandbox: SandboxSettings | None = None
 
     def __post_init__(self) -> None:
         _positive("hooks.timeout_ms", self.timeout_ms)
@@ -147,6 +150,8 @@ class AgentSettings:
     env_allow: frozenset[str] = frozenset()
     max_line_bytes: int = 10 * MIB
     result_max_bytes: int = MIB
+    # The OS sandbox and home of the agent; None runs it as it is, with the inherited HOME.
+    sandbox: SandboxSettings | None = None
 
     def __post_init__(self) -> None:
         try:

@@ -90,7 +90,10 @@ class Demo:
         from orchestrator.runtime.daemon import Daemon
 
         self.workdir.mkdir(parents=True, exist_ok=True)
-        (self.workdir / "scenario.yaml").write_text(SCENARIO, encoding="utf-8")
+        # The agents' home: the sandbox hides the rest of the folder (database, kill switch).
+        home = self.workdir / "agent-home"
+        home.mkdir(mode=0o700, exist_ok=True)
+        (home / "scenario.yaml").write_text(SCENARIO, encoding="utf-8")
         self._world = world = start_world(self.workdir, {})
         env = {
             **os.environ,

@@ -62,6 +62,12 @@ def header_lines(daemon: dict[str, Any] | None) -> list[str]:
         f"{'ON' if daemon['brake_active'] else 'off'}   running agents: {daemon['running']}   "
         f"last tick: {daemon['last_tick_at'] or 'never'}"
     ]
+    sandbox = daemon.get("agent_sandbox")
+    if sandbox:
+        reason = daemon.get("agent_sandbox_reason") or ""
+        lines.append(f"agent sandbox: {sandbox}" + (f" ({reason})" if reason else ""))
+    for warning in daemon.get("sandbox_warnings") or ():
+        lines.append(f"warning: {warning}")
     if daemon.get("policy_error"):
         lines.append(f"policy error: {daemon['policy_error']}")
     for budget in daemon.get("budgets", []):

@@ -60,6 +60,8 @@ def _policy(tmp: Path, world: SimWorld, scenario: Path) -> Path:
             "command": f"{agent} --scenario {shlex.quote(str(scenario))}",
             "stall_timeout_ms": 30_000,
             "turn_timeout_ms": 60_000,
+            # The scenario lives here: the sandbox hides the rest of tmp from the agent.
+            "home": str(scenario.parent),
         },
         "orchestration": {"ownership": {"required_label": OWNER}},
         "rollout": {"mode": "merge", "kill_switch_file": str(tmp / "STOP")},
@@ -155,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(fmt="console", level="error")
     with tempfile.TemporaryDirectory(prefix="orchestrator-bench-") as scratch:
         tmp = Path(scratch)
-        scenario = tmp / "scenario.json"
+        (tmp / "agent-home").mkdir(mode=0o700)
+        scenario = tmp / "agent-home" / "scenario.json"
         scenario.write_text(json.dumps(_SCENARIO), encoding="utf-8")
         with running_world(tmp / "sim") as world:
             env = {"BENCH_ENDPOINT": world.url, "BENCH_TOKEN": world.bot.token}

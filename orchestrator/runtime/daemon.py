@@ -39,6 +39,7 @@ from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import bind_context, get_logger, register_secret
 from orchestrator.runtime.claimer import TurnClaimer
+from orchestrator.runtime.containment import log_sandbox, sandbox_status
 from orchestrator.runtime.executor import Executor
 from orchestrator.runtime.gate import SideEffectGate
 from orchestrator.runtime.gather import SnapshotBuilder
@@ -178,6 +179,7 @@ class Daemon:
         self._web: WebHandle | None = None
         self._lock: InstanceLock | None = None
         self._agents_key: tuple[object, ...] | None = None
+        self._db_url = ""
         self._repo_source: RepoSource | None = None
         # Live status, read by status().
         self.started_at = clock()
@@ -218,6 +220,7 @@ class Daemon:
             raise DaemonError(str(error)) from None
         register_secret(self.view.policy.server.token)
         url = resolve_database_url(self._db_flag, self.view.policy.database.url)
+        self._db_url = url
         if is_sqlite(url):
             database = make_url(url).database
             if database and database != ":memory:":
@@ -236,7 +239,7 @@ class Daemon:
         self.pool.on_finished = self.request_tick
         try:
             self._build_agents(self.view.workflow)
-        except SettingsError as error:
+        except (SettingsError, WiringError) as error:
             self._close()
             raise DaemonError(str(error)) from None
         self.parts = self._build_parts(token)
@@ -264,6 +267,7 @@ class Daemon:
             database=self.db.display_url,
             replica_id=self.replica_id,
             rollout_mode=self.view.flow.rollout_mode.value,
+            sandbox=self.agents.sandbox.mode.value if self.agents.sandbox else None,
             interrupted_runs=self.recovery.interrupted_runs,
             intents_confirmed=self.recovery.confirmed,
             intents_unconfirmed=self.recovery.unconfirmed,
@@ -324,8 +328,12 @@ class Daemon:
             policy,
             secrets=[policy.tracker.token, policy.server.token],
             on_event=self.pool.on_event,
+            db_url=self._db_url,
+            env=self._env,
         )
         self._agents_key = key
+        if self.agents.sandbox is not None:
+            log_sandbox(self.agents.sandbox)
 
     def _preflight(self) -> None:
         """Check the token and the repository before acting (``rollout.preflight_required``)."""
@@ -789,6 +797,7 @@ class Daemon:
             dispatches=self.dispatches,
             rate_limit_deferrals=self.rate_limit_deferrals,
             policy_reload_errors=self.policy_reload_errors,
+            sandbox=sandbox_status(self.agents.sandbox),
         )
 
     # ================================================================= tests

@@ -37,6 +37,16 @@ class BudgetStatus:
 
 
 @dataclass(frozen=True, slots=True)
+class SandboxStatus:
+    """The agents' OS sandbox: asked for, in force, why, and what the operator must know."""
+
+    requested: str
+    mode: str
+    reason: str
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class RuntimeStatus:
     """The daemon's live state, as of ``as_of``."""
 
@@ -69,3 +79,5 @@ class RuntimeStatus:
     dispatches: int = 0
     rate_limit_deferrals: int = 0
     policy_reload_errors: int = 0
+    # The agents' sandbox (None before the agents are wired).
+    sandbox: SandboxStatus | None = None

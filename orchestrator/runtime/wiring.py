@@ -8,8 +8,8 @@ safe to share between threads) but share one ETag cache and one accounting.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -32,6 +32,13 @@ from orchestrator.github.errors import GitHubError
 from orchestrator.github.gateway import GitHubGateway, is_bot_login
 from orchestrator.github.prstate import PRStatePoller
 from orchestrator.github.retry import RetryPolicy
+from orchestrator.runtime.containment import (
+    SandboxDecision,
+    SandboxRefused,
+    decide,
+    probe_for,
+    sandbox_settings,
+)
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.github_issues import GitHubIssuesTracker
 from orchestrator.workflow import Workflow, flow_policy
@@ -112,16 +119,21 @@ def agent_wiring_key(policy: Policy) -> tuple[object, ...]:
         policy.workspace,
         policy.pr.branch_prefix,
         policy.pr.base_branch,
+        # The sandbox: what it hides, and whether merge mode may run agents without it.
+        policy.rollout.mode,
+        policy.rollout.kill_switch_file,
+        policy.database.url,
     )
 
 
 @dataclass(frozen=True)
 class AgentWiring:
-    """The workspaces and the runner built from one policy version."""
+    """The workspaces and the runner built from one policy version, and their sandbox."""
 
     workspaces: WorkspaceManager
     runner: AgentRunner
     settings: AgentSettings
+    sandbox: SandboxDecision | None = None
 
 
 def build_agent_wiring(
@@ -129,14 +141,41 @@ def build_agent_wiring(
     *,
     secrets: list[str | None],
     on_event: Callable[[str, AgentEvent], None],
+    db_url: str,
+    env: Mapping[str, str] | None = None,
+    extra_hidden: Sequence[Path] = (),
 ) -> AgentWiring:
+    """Workspaces and runner for ``policy``, agents and hooks in the sandbox decided here.
+
+    Raises :class:`WiringError` when the policy's sandbox cannot be had on this
+    machine (``agent.sandbox: bwrap`` without a working bubblewrap, or
+    ``auto`` in rollout mode merge without ``agent.allow_unsandboxed``).
+    """
+    try:
+        decision = decide(policy, probe_for(policy.agent.sandbox, env))
+    except SandboxRefused as refused:
+        raise WiringError(str(refused)) from None
     settings = agent_settings(policy)
     hooks = hook_settings(policy)
     spaces = workspace_settings(policy)
     environment = AgentEnvironment(settings, secrets=secrets)
     workspaces = WorkspaceManager(spaces, hooks, environment)
-    runner = AgentRunner(settings, hooks, environment, log_dir=spaces.logs, on_event=on_event)
-    return AgentWiring(workspaces=workspaces, runner=runner, settings=settings)
+    sandbox = sandbox_settings(
+        policy,
+        decision,
+        db_url=db_url,
+        workspace_root=workspaces.root,
+        mirror_root=workspaces.mirrors.root,
+        extra_hidden=(*extra_hidden, spaces.logs),
+        env=env,
+    )
+    settings = replace(settings, sandbox=sandbox)
+    # The manager reads its hook settings at each call: its hooks run in the same sandbox.
+    workspaces.hooks = replace(hooks, sandbox=sandbox)
+    runner = AgentRunner(
+        settings, workspaces.hooks, environment, log_dir=spaces.logs, on_event=on_event
+    )
+    return AgentWiring(workspaces=workspaces, runner=runner, settings=settings, sandbox=decision)
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,7 @@ def _header(h: Header) -> str:
     )
     items = [
         f"rollout mode: <b>{_e(h.rollout_mode)}</b>",
+        f'agent sandbox: <b title="{_e(h.agent_sandbox_reason)}">{_e(h.agent_sandbox)}</b>',
         "local brake: " + ('<span class="active">ON</span>' if h.brake_active else "off"),
         "stopped repos: " + (_e(", ".join(h.stopped_repos)) if h.stopped_repos else "none"),
         f"GitHub budget: {budgets}",
@@ -72,6 +73,7 @@ def _header(h: Header) -> str:
         f"running agents: {h.running}",
         f"replica: {_e(h.replica_id)}",
     ]
+    items += [f'<span class="fail">{_e(warning)}</span>' for warning in h.sandbox_warnings]
     if h.rate_limited_until:
         items.append(f'<span class="active">rate limited until {_e(h.rate_limited_until)}</span>')
     if h.policy_error:

@@ -114,6 +114,10 @@ class Header:
     ticks: int
     replica_id: str
     running: int
+    # The agents' OS sandbox in force (bwrap or none), why, and warnings to show with it.
+    agent_sandbox: str = "unknown"
+    agent_sandbox_reason: str = ""
+    sandbox_warnings: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -141,6 +145,9 @@ def header(status: RuntimeStatus) -> Header:
         ticks=status.ticks,
         replica_id=status.replica_id,
         running=len(status.running),
+        agent_sandbox=status.sandbox.mode if status.sandbox else "unknown",
+        agent_sandbox_reason=status.sandbox.reason if status.sandbox else "",
+        sandbox_warnings=status.sandbox.warnings if status.sandbox else (),
     )
 
 

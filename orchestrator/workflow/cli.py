@@ -28,6 +28,21 @@ def _report_problems(check: WorkflowCheck) -> None:
         click.echo(f"  {problem}")
 
 
+def _report_sandbox(workflow: Workflow, *, quiet: bool) -> bool:
+    """The agents' sandbox on this machine; False when the daemon would refuse to start here."""
+    from orchestrator.runtime.containment import SandboxRefused, decide, probe_for
+
+    policy = workflow.policy
+    try:
+        decision = decide(policy, probe_for(policy.agent.sandbox))
+    except SandboxRefused as refused:
+        click.echo(f"  on this machine the daemon would refuse to start: {refused}")
+        return False
+    if not quiet:
+        click.echo(f"\n  agent sandbox on this machine: {decision.mode} ({decision.reason})")
+    return True
+
+
 def _report_policy(workflow: Workflow) -> None:
     order = " > ".join(kind.value for kind in PRECEDENCE)
     click.echo(f"\n  effective policy (precedence: {order}):")
@@ -74,8 +89,10 @@ def validate(paths: tuple[str, ...], sets: tuple[str, ...], prompts: bool, quiet
     """Check WORKFLOW.md files (default: ./WORKFLOW.md).
 
     Prints the errors of an invalid file and exits with status 1; for a valid
-    file prints its warnings, every effective setting with where it came from
-    (flag, env, file or default), and the prompt of each agent phase.
+    file prints its warnings, the agents' sandbox on this machine, every
+    effective setting with where it came from (flag, env, file or default), and
+    the prompt of each agent phase. A valid file the daemon would refuse to
+    start with here (its agent sandbox cannot be had) also exits with status 1.
     """
     flags = _parse_sets(sets)
     failed = False
@@ -94,6 +111,8 @@ def validate(paths: tuple[str, ...], sets: tuple[str, ...], prompts: bool, quiet
         suffix = f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
         click.echo(f"{name}: valid{suffix}")
         _report_problems(check)
+        if not _report_sandbox(check.workflow, quiet=quiet):
+            failed = True
         if quiet:
             continue
         _report_policy(check.workflow)

@@ -8,9 +8,11 @@ in the file, ...) are shown by ``orchestrator validate`` and logged on load.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from orchestrator.domain.phases import AGENT_PHASES, PHASE_CLASS, Phase, PhaseClass, RolloutMode
@@ -21,6 +23,7 @@ from orchestrator.workflow.provenance import Origin, OriginKind
 from orchestrator.workflow.schema import (
     DEFAULT_PASSIVE_PHASES,
     AgentPreset,
+    AgentSandbox,
     ApprovalSource,
     MergeMode,
     Policy,
@@ -202,6 +205,56 @@ def _agent(ctx: RuleContext) -> Iterator[Problem]:
         )
 
 
+def _sqlite_folder(url: str) -> Path | None:
+    """The folder of a SQLite database file named by an absolute path, else None."""
+    if not url.startswith("sqlite") or ":///" not in url:
+        return None
+    path = Path(os.path.expanduser(url.split(":///", 1)[1].split("?", 1)[0]))
+    return path.parent if path.is_absolute() else None
+
+
+def _sandbox(ctx: RuleContext) -> Iterator[Problem]:
+    """The agent sandbox keys; whether bubblewrap works here is checked at start-up."""
+    policy = ctx.policy
+    agent = policy.agent
+    merging = policy.rollout.mode is RolloutMode.MERGE
+    if agent.allow_unsandboxed and agent.sandbox is AgentSandbox.AUTO:
+        yield ctx.warning(
+            "agent.allow_unsandboxed",
+            "is true: in rollout mode merge, agents run without an OS sandbox when bubblewrap "
+            "does not work here",
+        )
+    elif agent.allow_unsandboxed:
+        yield ctx.warning(
+            "agent.allow_unsandboxed", f"has no effect with agent.sandbox {agent.sandbox}"
+        )
+    if agent.sandbox is AgentSandbox.NONE and merging:
+        yield ctx.warning(
+            "agent.sandbox", "is none: in rollout mode merge, agents run without an OS sandbox"
+        )
+    if "HOME" in agent.env:
+        yield ctx.warning(
+            "agent.env.HOME", "is replaced by the agents' home; set agent.home instead"
+        )
+    home = agent.home
+    if home is None:
+        return
+    root = Path(policy.workspace.root)
+    if home == root or home.is_relative_to(root) or root.is_relative_to(home):
+        yield ctx.error("agent.home", f"overlaps workspace.root ({root}): agents would share it")
+    private = [
+        ("rollout.kill_switch_file", Path(policy.rollout.kill_switch_file).parent),
+        ("database.url", _sqlite_folder(policy.database.url)),
+    ]
+    for key, folder in private:
+        if folder is not None and folder.is_relative_to(home):
+            yield ctx.error(
+                "agent.home",
+                f"holds the daemon's private folder {folder} ({key}), which the sandbox hides "
+                f"from agents; use a folder of its own, such as {home / 'agent-home'}",
+            )
+
+
 def _orchestration(ctx: RuleContext) -> Iterator[Problem]:
     orchestration = ctx.policy.orchestration
     agent_phases = ", ".join(p.value for p in Phase if p in AGENT_PHASES)
@@ -342,6 +395,7 @@ RULES: tuple[Rule, ...] = (
     _tracker,
     _labels,
     _agent,
+    _sandbox,
     _orchestration,
     _pr,
     _review,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -17,9 +16,21 @@ from typing import Any
 from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMode
 from orchestrator.domain.policy import MergeMethod, ReviewActOn
 from orchestrator.domain.results import Severity as FindingSeverity
+from orchestrator.workflow.schema_types import (
+    AgentPreset,
+    AgentSandbox,
+    ApprovalSource,
+    ClosedPrPolicy,
+    MergeMode,
+    ReviewCommentMode,
+    ReviewOutputFormat,
+    TrackerKind,
+    meta,
+)
 
 __all__ = [
     "AgentPreset",
+    "AgentSandbox",
     "AgentSettings",
     "ApprovalSource",
     "ClosedPrPolicy",
@@ -45,95 +56,11 @@ __all__ = [
     "TrackerKind",
     "TrackerSettings",
     "WorkspaceSettings",
+    "meta",
 ]
 
 # One place for the daemon's own state when the operator does not choose one.
 STATE_DIR = "~/.local/state/orchestrator"
-
-
-class TrackerKind(StrEnum):
-    """Which issue tracker the daemon reads (``memory`` is the in-process one for tests)."""
-
-    GITHUB = "github"
-    MEMORY = "memory"
-
-
-class AgentPreset(StrEnum):
-    """Which coding agent runs a turn and how its events are read."""
-
-    CODEX = "codex"
-    CLAUDE = "claude"
-    PI = "pi"
-    COMMAND = "command"
-
-
-class ClosedPrPolicy(StrEnum):
-    """What to do when the issue's pull request was closed without merging."""
-
-    NEW_BRANCH = "new_branch"
-    REOPEN = "reopen"
-    STOP = "stop"
-
-
-class ReviewCommentMode(StrEnum):
-    """How the self-review reaches the pull request."""
-
-    OFF = "off"
-    CREATE = "create"
-    UPSERT = "upsert"
-
-
-class ReviewOutputFormat(StrEnum):
-    """The format of ``.orchestrator/review.md``."""
-
-    STRUCTURED_MARKDOWN_V1 = "structured_markdown_v1"
-
-
-class MergeMode(StrEnum):
-    """Whether the runtime merges pull requests itself once every gate passes."""
-
-    DISABLED = "disabled"
-    AUTO = "auto"
-
-
-class ApprovalSource(StrEnum):
-    """Where a human's merge approval may come from."""
-
-    LABEL = "label"
-    REVIEW = "review"
-    EITHER = "either"
-
-
-def meta(
-    *,
-    doc: str,
-    minimum: int | None = None,
-    maximum: int | None = None,
-    secret: bool = False,
-    sensitive: bool = False,
-    shell_text: bool = False,
-    section: bool = False,
-) -> Mapping[str, object]:
-    """The metadata of a schema field: its documentation, limits and handling.
-
-    ``secret`` values are never printed, never given to the prompt and are
-    registered for log redaction; ``sensitive`` values that come from a
-    ``$VAR`` reference are shown only by the variable's name, redacted from
-    logs and kept from the prompt; ``shell_text`` values are shell code, so
-    ``$VAR`` in them is left for the shell to expand; ``section`` marks a
-    nested group of settings.
-    """
-    return MappingProxyType(
-        {
-            "doc": doc,
-            "minimum": minimum,
-            "maximum": maximum,
-            "secret": secret,
-            "sensitive": sensitive,
-            "shell": shell_text,
-            "section": section,
-        }
-    )
 
 
 def _frozen(items: Mapping[Any, Any]) -> Mapping[Any, Any]:
@@ -319,6 +246,29 @@ class AgentSettings:
             doc="Extra environment for the agent (values may be `$VAR` references). GitHub "
             "credentials are refused.",
             sensitive=True,
+        ),
+    )
+    sandbox: AgentSandbox = field(
+        default=AgentSandbox.AUTO,
+        metadata=meta(
+            doc="OS sandbox of agent and hook commands: `auto` (bubblewrap when it works here, "
+            "checked at start-up), `bwrap` (bubblewrap, or refuse to start) or `none`."
+        ),
+    )
+    allow_unsandboxed: bool = field(
+        default=False,
+        metadata=meta(
+            doc="With `sandbox: auto` in rollout mode `merge`: run agents without a sandbox when "
+            "bubblewrap does not work here, instead of refusing to start. Shown as a warning."
+        ),
+    )
+    home: Path | None = field(
+        default=None,
+        metadata=meta(
+            doc="The agents' `$HOME`, writable in the sandbox, for CLIs that keep their login "
+            "there (codex, claude). `null`: a scratch home per issue under the daemon's state "
+            "directory (mode 0700). `~` is expanded; a relative path is relative to the policy "
+            "file's directory."
         ),
     )
 

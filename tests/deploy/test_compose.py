@@ -158,6 +158,15 @@ def test_one_kill_switch_stops_every_replica(replicas: dict[str, dict[str, Any]]
     assert len(folders) == 1, f"the replicas watch different kill-switch volumes: {folders}"
 
 
+def test_replicas_permit_the_agents_sandbox(replicas: dict[str, dict[str, Any]]) -> None:
+    # bubblewrap needs user namespaces (Docker's seccomp profile), its own mounts
+    # (AppArmor) and a /proc without masked paths; see deploy/README.md.
+    needed = {"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"}
+    for name, replica in replicas.items():
+        assert needed <= set(replica.get("security_opt") or []), name
+        assert not replica.get("privileged"), f"{name} must not run privileged"
+
+
 def test_replicas_stop_after_the_agents_grace(replicas: dict[str, dict[str, Any]]) -> None:
     for name, replica in replicas.items():
         assert timespan_s(replica["stop_grace_period"]) > AGENT_GRACE_S, name

@@ -209,3 +209,8 @@ def test_the_release_is_a_regular_install_in_its_own_environment(
 def test_stop_signal_is_the_graceful_one(final: Stage) -> None:
     stop = final.last("STOPSIGNAL")
     assert stop is None or stop.arguments == "SIGTERM"
+
+
+def test_the_agents_sandbox_is_installed(final: Stage) -> None:
+    installs = " ".join(i.arguments for i in final.all("RUN"))
+    assert re.search(r"apt-get install[^&;]*\bbubblewrap\b", installs), "bubblewrap is missing"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from tests.deploy.unit_file import UnitFile, read_unit, timespan_s
+from tests.deploy.unit_file import UnitFile, allowed_namespaces, read_unit, timespan_s
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "systemd" / "orchestrator.service"
@@ -175,7 +175,9 @@ RULES: dict[str, Callable[[UnitFile], bool]] = {
     "replica_id_set": lambda u: bool(u.environment().get("ORCHESTRATOR_REPLICA_ID")),
     "agent_oom_is_not_a_service_failure": lambda u: u.value("Service", "OOMPolicy") == "continue",
     "node_jit_allowed": lambda u: u.value("Service", "MemoryDenyWriteExecute") in (None, "no"),
-    "user_namespaces_allowed": lambda u: u.value("Service", "RestrictNamespaces") in (None, "no"),
+    # The agents' sandbox (bubblewrap) builds these; tests/deploy/test_sandbox_under_unit.py
+    # checks the rest of what it needs.
+    "sandbox_namespaces_allowed": lambda u: allowed_namespaces(u) >= {"user", "pid", "mnt"},
     "waits_for_network": lambda u: (
         "network-online.target" in u.words("Unit", "After")
         and "network-online.target" in u.words("Unit", "Wants")

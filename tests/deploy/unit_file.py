@@ -56,6 +56,27 @@ class UnitFile:
         return pairs
 
 
+ALL_NAMESPACES = frozenset({"cgroup", "ipc", "net", "mnt", "pid", "user", "uts"})
+
+
+def allowed_namespaces(unit: UnitFile) -> set[str]:
+    """The namespace types ``RestrictNamespaces=`` lets the service create (systemd's rules)."""
+    values = unit.values("Service", "RestrictNamespaces")
+    if not values:
+        return set(ALL_NAMESPACES)
+    allowed: set[str] = set()
+    for value in values:
+        if value in ("no", "false"):
+            allowed = set(ALL_NAMESPACES)
+        elif value in ("yes", "true"):
+            allowed = set()
+        elif value.startswith("~"):
+            allowed = set(ALL_NAMESPACES) - set(value[1:].split())
+        else:
+            allowed |= set(value.split())
+    return allowed
+
+
 def read_unit(path: Path) -> UnitFile:
     unit = UnitFile(path)
     section: str | None = None

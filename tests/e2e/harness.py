@@ -88,6 +88,25 @@ def merge_sections(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any
     return merged
 
 
+def agent_home(tmp: Path) -> Path:
+    """The agents' home in these tests: what the scripted agent reads lives there.
+
+    The daemon's folders (here ``tmp`` itself: it holds the database and the
+    kill-switch file) are hidden from sandboxed agents, and the sandbox's
+    ``/tmp`` is a private one; the agents' home is mounted in it.
+    """
+    home = tmp / "agent-home"
+    home.mkdir(mode=0o700, exist_ok=True)
+    return home
+
+
+def write_scenario(tmp: Path, scenario: dict[str, Any]) -> Path:
+    """The scenario file, where a sandboxed scripted agent can read it."""
+    path = agent_home(tmp) / "scenario.json"
+    path.write_text(json.dumps(scenario), encoding="utf-8")
+    return path
+
+
 def policy_document(
     tmp: Path, world: SimWorld, scenario: Path, mode: str, extra: dict[str, Any]
 ) -> dict[str, Any]:
@@ -102,6 +121,7 @@ def policy_document(
             "stall_timeout_ms": 20_000,
             "turn_timeout_ms": 30_000,
             "max_retry_backoff_ms": 1_000,
+            "home": str(agent_home(tmp)),
         },
         "orchestration": {"ownership": {"required_label": OWNER_LABEL}},
         "rollout": {"mode": mode, "kill_switch_file": str(tmp / "STOP")},
@@ -349,8 +369,7 @@ def flow_for(
     db_url: str | None = None,
     protect: bool = True,
 ) -> Iterator[Flow]:
-    scenario_path = tmp / "scenario.json"
-    scenario_path.write_text(json.dumps(scenario or default_scenario()), encoding="utf-8")
+    scenario_path = write_scenario(tmp, scenario or default_scenario())
     document = policy_document(tmp, world, scenario_path, mode, policy or {})
     if protect:
         # As on a real repository: the base branch requires the checks the policy requires.

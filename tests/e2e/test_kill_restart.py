@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -17,7 +16,7 @@ import pytest
 
 from orchestrator.sim.testing import SimWorld
 
-from .harness import Flow, default_scenario, policy_document, write_policy
+from .harness import Flow, default_scenario, policy_document, write_policy, write_scenario
 
 ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
 
@@ -125,8 +124,7 @@ def test_sigkill_at_several_points_still_merges_exactly_once(
     scenario = default_scenario()
     # The implementing turn lasts long enough to be killed in the middle of it.
     scenario["steps"].insert(1, {"sleep_ms": 1500})
-    scenario_path = tmp_path / "scenario.json"
-    scenario_path.write_text(json.dumps(scenario))
+    scenario_path = write_scenario(tmp_path, scenario)
     db = tmp_path / "orchestrator.db"
     document = policy_document(
         tmp_path,

@@ -8,7 +8,7 @@ from typing import Any
 
 from orchestrator.sim.testing import SimWorld
 
-from .harness import Flow, default_scenario, flow_for, merge_sections
+from .harness import Flow, agent_home, default_scenario, flow_for, merge_sections
 
 NO_REVIEW: dict[str, Any] = {"review": {"enabled": False}}
 # The reviewers below are bots: their threads are work only with review.act_on: anyone.
@@ -69,8 +69,11 @@ def set_rework(flow: Flow, rework: dict[str, Any]) -> None:
 
 
 def save_prompt(flow: Flow) -> dict[str, str]:
-    """A step keeping the turn's prompt under a name of its own, in the order of turns."""
-    folder = flow.tmp / "prompts"
+    """A step keeping the turn's prompt under a name of its own, in the order of turns.
+
+    The folder is in the agents' home: a sandboxed agent writes nowhere else.
+    """
+    folder = agent_home(flow.tmp) / "prompts"
     folder.mkdir(exist_ok=True)
     count = len(list(folder.glob("*.md"))) + len(list(folder.glob("*.name")))
     (folder / f"{count:03d}.name").write_text("", encoding="utf-8")
@@ -92,7 +95,7 @@ def fix_steps(flow: Flow, entries: list[dict[str, Any]], *, commit: bool = True)
 
 
 def prompts(flow: Flow) -> list[str]:
-    folder = flow.tmp / "prompts"
+    folder = agent_home(flow.tmp) / "prompts"
     files = (
         sorted(folder.glob("*.md"), key=lambda p: p.stat().st_mtime_ns) if folder.exists() else []
     )

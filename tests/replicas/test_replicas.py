@@ -20,7 +20,13 @@ from sqlalchemy import create_engine, text
 
 from orchestrator.sim.testing import SimWorld
 from orchestrator.store import migrate
-from tests.e2e.harness import Flow, default_scenario, policy_document, write_policy
+from tests.e2e.harness import (
+    Flow,
+    default_scenario,
+    policy_document,
+    write_policy,
+    write_scenario,
+)
 
 ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
 ISSUES = 10
@@ -157,8 +163,7 @@ def test_three_replicas_share_the_work_and_survive_a_sigkill(
     scenario = default_scenario()
     # Implementing lasts long enough for a replica to be killed in the middle of it.
     scenario["steps"].insert(1, {"sleep_ms": 1500})
-    scenario_path = tmp_path / "scenario.json"
-    scenario_path.write_text(json.dumps(scenario))
+    scenario_path = write_scenario(tmp_path, scenario)
     document = policy_document(
         tmp_path,
         world,

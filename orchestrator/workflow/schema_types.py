@@ -1,0 +1,104 @@
+"""The value types of the policy schema: the choices a key may take, and the field metadata.
+
+:mod:`orchestrator.workflow.schema` builds its dataclasses from these and
+re-exports them; the loader reads the metadata through the catalogue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from enum import StrEnum
+from types import MappingProxyType
+
+
+class TrackerKind(StrEnum):
+    """Which issue tracker the daemon reads (``memory`` is the in-process one for tests)."""
+
+    GITHUB = "github"
+    MEMORY = "memory"
+
+
+class AgentPreset(StrEnum):
+    """Which coding agent runs a turn and how its events are read."""
+
+    CODEX = "codex"
+    CLAUDE = "claude"
+    PI = "pi"
+    COMMAND = "command"
+
+
+class AgentSandbox(StrEnum):
+    """The OS sandbox of agent and hook commands (``agent.sandbox``)."""
+
+    AUTO = "auto"
+    BWRAP = "bwrap"
+    NONE = "none"
+
+
+class ClosedPrPolicy(StrEnum):
+    """What to do when the issue's pull request was closed without merging."""
+
+    NEW_BRANCH = "new_branch"
+    REOPEN = "reopen"
+    STOP = "stop"
+
+
+class ReviewCommentMode(StrEnum):
+    """How the self-review reaches the pull request."""
+
+    OFF = "off"
+    CREATE = "create"
+    UPSERT = "upsert"
+
+
+class ReviewOutputFormat(StrEnum):
+    """The format of ``.orchestrator/review.md``."""
+
+    STRUCTURED_MARKDOWN_V1 = "structured_markdown_v1"
+
+
+class MergeMode(StrEnum):
+    """Whether the runtime merges pull requests itself once every gate passes."""
+
+    DISABLED = "disabled"
+    AUTO = "auto"
+
+
+class ApprovalSource(StrEnum):
+    """Where a human's merge approval may come from."""
+
+    LABEL = "label"
+    REVIEW = "review"
+    EITHER = "either"
+
+
+def meta(
+    *,
+    doc: str,
+    minimum: int | None = None,
+    maximum: int | None = None,
+    secret: bool = False,
+    sensitive: bool = False,
+    shell_text: bool = False,
+    section: bool = False,
+) -> Mapping[str, object]:
+    """The metadata of a schema field: its documentation, limits and handling.
+
+    ``secret`` values are never printed, never given to the prompt and are
+    registered for log redaction; ``sensitive`` values that come from a
+    ``$VAR`` reference are shown only by the variable's name, redacted from
+    logs and kept from the prompt; ``shell_text`` values are shell code, so
+    ``$VAR`` in them is left for the shell to expand; ``section`` marks a
+    nested group of settings.
+    """
+    return MappingProxyType(
+        {
+            "doc": doc,
+            "minimum": minimum,
+            "maximum": maximum,
+            "secret": secret,
+            "sensitive": sensitive,
+            "shell": shell_text,
+            "section": section,
+        }
+    )
