@@ -293,8 +293,20 @@ class WorkspaceManager:
             run_hook(HookName.BEFORE_REMOVE, self.hooks, cwd=path, env=self._hook_env(workspace))
             # rmtree never follows links inside the tree; the path itself was checked above.
             shutil.rmtree(path)
+            self._remove_home(path)
             log.info("workspace_removed", issue=issue.identifier, workspace=str(path))
             return True
+
+    def _remove_home(self, workspace: Path) -> None:
+        """Delete the per-issue agent home of ``workspace`` (a shared ``agent.home`` stays)."""
+        sandbox = self.hooks.sandbox
+        if sandbox is None or sandbox.home is not None or sandbox.home_root is None:
+            return
+        home = sandbox.home_for(workspace)
+        if home is None or home.is_symlink() or not home.is_dir():
+            return
+        shutil.rmtree(home, ignore_errors=True)
+        log.info("agent_home_removed", home=str(home))
 
     # --------------------------------------------------------------- publish
 

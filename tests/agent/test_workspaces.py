@@ -19,6 +19,7 @@ from orchestrator.agent import (
 )
 from orchestrator.agent.git import split_credentials
 from orchestrator.agent.naming import workspace_key
+from orchestrator.agent.sandbox import SandboxSettings
 
 from .conftest import TOKEN, Harness, git
 from .git_http import GitHttpServer
@@ -214,6 +215,31 @@ def test_removal_runs_before_remove_and_deletes_the_workspace(
     assert marker.read_text().strip() == str(workspace.path)
     assert not workspace.path.exists()
     assert not manager.remove(IssueRef("acme/widgets#7", 7))
+
+
+def test_removal_deletes_the_per_issue_agent_home_but_never_a_shared_one(
+    harness: Harness, tmp_path: Path
+) -> None:
+    homes = tmp_path / "agent-homes"
+    harness.hooks = HookSettings(sandbox=SandboxSettings(home_root=homes))
+    manager = harness.manager()
+    workspace = manager.ensure(IssueRef("acme/widgets#7", 7, "x"), harness.source)
+    assert manager.hooks.sandbox is not None
+    launch = manager.hooks.sandbox.launch(["true"], cwd=workspace.path, env={})
+    home = Path(launch.env["HOME"])
+    (home / ".agent-login").write_text("state")
+    assert home.parent == homes.resolve()
+    manager.remove(IssueRef("acme/widgets#7", 7))
+    assert not home.exists() and homes.is_dir()
+
+    shared = tmp_path / "shared-home"
+    shared.mkdir()
+    (shared / "login").write_text("kept")
+    harness.hooks = HookSettings(sandbox=SandboxSettings(home=shared))
+    manager = harness.manager()
+    manager.ensure(IssueRef("acme/widgets#8", 8, "x"), harness.source)
+    manager.remove(IssueRef("acme/widgets#8", 8))
+    assert (shared / "login").read_text() == "kept"
 
 
 def test_removal_does_not_follow_links_inside_the_workspace(
