@@ -4,7 +4,10 @@ The polling leader's executor queues each planned turn in the database instead
 of starting it; every replica (the leader too, at once after its tick) claims
 queued turns up to its free worker threads with a compare-and-set lease,
 renews the lease from its heartbeat while the turn runs, and closes the claim
-when the turn and the push of its commits are over. The leader counts every
+when the turn and the push of its commits are over. The turn's push and record
+are fenced by the claim's epoch; a claim that could not be renewed in time
+(another replica may take it) is lost: its agent is cancelled and its result
+discarded. The leader counts every
 open claim as a running turn, so nothing is planned for an issue while any
 replica works on it. A cancellation is written on the claim; the replica
 holding it stops the agent at its next claim pass.
@@ -13,6 +16,7 @@ holding it stops the agent at its next claim pass.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -29,6 +33,7 @@ from orchestrator.runtime.wiring import AgentWiring, PolicyView
 from orchestrator.runtime.workers import TurnSlot, WorkerPool
 from orchestrator.store.claims import Claimed
 from orchestrator.store.database import Database
+from orchestrator.store.fencing import Fence
 
 log = get_logger(__name__)
 
@@ -52,6 +57,9 @@ class TurnClaimer:
         self.replica_id = replica_id
         self.lease_ttl = lease_ttl
         self.clock = clock
+        # The claims this replica's workers run now: claim id -> (slot, epoch).
+        self._held: dict[int, tuple[TurnSlot, int]] = {}
+        self._held_lock = threading.Lock()
 
     # ------------------------------------------------------------ the leader
 
@@ -162,6 +170,7 @@ class TurnClaimer:
             view=view,
             agents=agents,
             source=source,
+            fence=Fence.claim(claimed.claim_id, self.replica_id, claimed.epoch),
         )
         slot = TurnSlot(
             ref=dispatch.issue,
@@ -171,8 +180,12 @@ class TurnClaimer:
             attempt=dispatch.attempt,
             started_at=now,
         )
-        work = functools.partial(self._work, turns, job, claimed.claim_id)
+        work = functools.partial(self._work, turns, job, claimed.claim_id, claimed.epoch)
+        with self._held_lock:
+            self._held[claimed.claim_id] = (slot, claimed.epoch)
         if not self.pool.submit(slot, work):
+            with self._held_lock:
+                self._held.pop(claimed.claim_id, None)
             self.db.claims.release_one(claimed.claim_id, self.replica_id)
             return False
         log.info(
@@ -184,16 +197,35 @@ class TurnClaimer:
         )
         return True
 
-    def _work(self, turns: TurnRunner, job: TurnJob, claim_id: int, slot: TurnSlot) -> None:
+    def _work(
+        self, turns: TurnRunner, job: TurnJob, claim_id: int, epoch: int, slot: TurnSlot
+    ) -> None:
         try:
             turns.run(job, slot)
         finally:
-            if not self.db.claims.finish(claim_id, self.replica_id, now=self.clock()):
-                log.warning("claim_lost", run_id=slot.run_id)
+            with self._held_lock:
+                self._held.pop(claim_id, None)
+            if not self.db.claims.finish(claim_id, self.replica_id, now=self.clock(), epoch=epoch):
+                log.warning("claim_lost", run_id=slot.run_id, issue=slot.ref.number)
 
     def renew(self) -> int:
-        """Extend the leases of the claims this replica holds (the heartbeat calls it)."""
-        return self.db.claims.renew(self.replica_id, ttl=self.lease_ttl(), now=self.clock())
+        """Extend the claims this replica holds; cancel the turns whose claim is lost.
+
+        Returns how many claims are still held. A claim is lost when its lease
+        expired before this renewal (the process stalled, or the database was
+        out of reach for longer than the lease): another replica may already
+        run the turn again, so this one stops its agent, and the fence keeps
+        its result from being pushed or recorded.
+        """
+        held = self.db.claims.renew(self.replica_id, ttl=self.lease_ttl(), now=self.clock())
+        with self._held_lock:
+            lost = [(cid, slot) for cid, (slot, _) in self._held.items() if cid not in held]
+        for claim_id, slot in lost:
+            if self.pool.cancel(slot.ref, "claim_lost"):
+                log.warning(
+                    "claim_lost", run_id=slot.run_id, issue=slot.ref.number, claim_id=claim_id
+                )
+        return len(held)
 
     def release(self) -> int:
         """Give back the claims still held (on shutdown) so another replica continues them."""

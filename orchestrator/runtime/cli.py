@@ -6,13 +6,8 @@ from pathlib import Path
 
 import click
 
-from orchestrator.runtime.daemon import (
-    DEFAULT_GRACE_S,
-    DEFAULT_LEASE_S,
-    REPLICA_ENV,
-    Daemon,
-    DaemonError,
-)
+from orchestrator.runtime.cluster import DEFAULT_LEASE_S
+from orchestrator.runtime.daemon import DEFAULT_GRACE_S, REPLICA_ENV, Daemon, DaemonError
 from orchestrator.runtime.instance_lock import AlreadyRunning
 
 
@@ -54,7 +49,8 @@ from orchestrator.runtime.instance_lock import AlreadyRunning
     type=click.FloatRange(min=1),
     default=DEFAULT_LEASE_S,
     show_default=True,
-    help="How long the polling and turn leases of a replica that stopped stay valid.",
+    help="How long the polling and turn leases of a replica that stopped stay valid "
+    "(takeover time; heartbeats every third of it).",
 )
 def run(
     *,

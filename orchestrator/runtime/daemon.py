@@ -21,8 +21,8 @@ import signal
 import socket
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Protocol
@@ -39,6 +39,7 @@ from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import bind_context, get_logger, register_secret
 from orchestrator.runtime.claimer import TurnClaimer
+from orchestrator.runtime.cluster import DEFAULT_LEASE_S, ClusterRole
 from orchestrator.runtime.containment import log_sandbox, sandbox_status
 from orchestrator.runtime.executor import Executor
 from orchestrator.runtime.gate import SideEffectGate
@@ -73,7 +74,6 @@ log = get_logger(__name__)
 
 DEFAULT_GRACE_S = 30.0
 DEFAULT_HEARTBEAT_S = 10.0
-DEFAULT_LEASE_S = 60.0
 REAPER_INTERVAL_S = 60.0
 # How often every replica looks for queued turns and cancellations (a database query).
 CLAIM_INTERVAL_S = 1.0
@@ -82,7 +82,6 @@ MAX_CHAINED_TICKS = 25
 # Extra time for cancelled turns to end (the agent's own grace period comes on top).
 CANCEL_WAIT_S = 10.0
 REPLICA_ENV = "ORCHESTRATOR_REPLICA_ID"
-REPLICA_LEASE_PREFIX = "replica:"
 
 
 class DaemonError(RuntimeError):
@@ -188,7 +187,6 @@ class Daemon:
         self.last_tick_duration_s: float | None = None
         self.last_tick_error: str | None = None
         self.rate_limited_until: datetime | None = None
-        self.leading: tuple[str, ...] = ()
         # Counters since start, for the metrics.
         self.dispatches = 0
         self.rate_limit_deferrals = 0
@@ -203,6 +201,12 @@ class Daemon:
         self.pool: WorkerPool
         self.agents: AgentWiring
         self.parts: _Parts
+        self.cluster: ClusterRole
+
+    @property
+    def leading(self) -> tuple[str, ...]:
+        """The repositories this replica polls now (empty on a follower)."""
+        return self.cluster.leading if hasattr(self, "cluster") else ()
 
     # =============================================================== start-up
 
@@ -232,6 +236,9 @@ class Daemon:
             self._release_lock()
             raise DaemonError(f"cannot open the database {describe_url(url)}: {error}") from None
         bind_context(repo=self.view.repo, replica=self.replica_id)
+        self.cluster = ClusterRole(
+            self.db, replica_id=self.replica_id, lease_s=self.lease_s, clock=self.clock
+        )
         self.records = RecordStore(self.db)
         self.switches = SwitchBoard(self.view.kill_switch_file)
         self.pool = WorkerPool(self.view.policy.agent.max_concurrent_agents, clock=self.clock)
@@ -258,7 +265,7 @@ class Daemon:
             # The file lock makes this the only daemon: leases of a killed one are void.
             self.db.leases.clear()
         self._finished_claims = self.db.claims.finished_count(self.view.repo)
-        self._announce(self.clock())
+        self.cluster.join()
         log.info(
             "daemon_started",
             claims_released=released,
@@ -300,8 +307,6 @@ class Daemon:
             gate=gate,
             switches=self.switches,
             pool=self.pool,
-            # The polling leader pushes from its tick, like a single daemon; others at once.
-            pushes_after_turn=lambda: not self.leading,
             replica_id=self.replica_id,
             clock=self.clock,
         )
@@ -310,7 +315,7 @@ class Daemon:
             records=self.records,
             pool=self.pool,
             replica_id=self.replica_id,
-            lease_ttl=self._lease_ttl,
+            lease_ttl=lambda: self.cluster.ttl,
             clock=self.clock,
         )
         executor = Executor(records=self.records, gate=gate, claimer=claimer, clock=self.clock)
@@ -409,17 +414,19 @@ class Daemon:
                 self.rate_limit_deferrals += 1
                 return None
             self.rate_limited_until = None
-        if not self._lead(now):
+        leadership = self.cluster.lead(self.view.repo)
+        if not leadership.leading:
             return None
         # Turns that ended before this tick are seen by it; the claim job asks for none for them.
         self._finished_claims = self.db.claims.finished_count(self.view.repo)
         try:
             report = self.parts.tick.run(
-                view=self._cluster_view(now),
+                view=self.cluster.scaled(self.view),
                 agents=self.agents,
                 source=self.repo_source(),
                 now=now,
                 dispatching=not self._stopping,
+                fence=leadership.fence,
             )
         except RateLimited as limited:
             self._rate_limited(limited)
@@ -458,29 +465,6 @@ class Daemon:
         with self._request_lock:
             self._pending = True
 
-    def _lease_ttl(self) -> timedelta:
-        return timedelta(seconds=max(self.lease_s, 3 * self.view.interval_s))
-
-    def _announce(self, now: datetime) -> None:
-        """Hold this replica's presence lease (the leader sizes the cluster's agent limit by it)."""
-        self.db.leases.acquire(
-            f"{REPLICA_LEASE_PREFIX}{self.replica_id}",
-            self.replica_id,
-            ttl=self._lease_ttl(),
-            now=now,
-        )
-
-    def _cluster_view(self, now: datetime) -> PolicyView:
-        """The policy with ``agent.max_concurrent_agents`` counted per live replica."""
-        replicas = max(1, self.db.leases.count_live(REPLICA_LEASE_PREFIX, now=now))
-        if replicas == 1:
-            return self.view
-        flow = self.view.flow
-        return replace(
-            self.view,
-            flow=replace(flow, max_concurrent_agents=flow.max_concurrent_agents * replicas),
-        )
-
     def _claim(self) -> int:
         """Start queued turns in this replica's free threads; pass cancellations on."""
         parts = self.parts
@@ -501,20 +485,6 @@ class Daemon:
                 # A turn ended on some replica: plan its next step now.
                 self._finished_claims = finished
                 self.request_tick()
-
-    def _lead(self, now: datetime) -> bool:
-        """Hold the repository's polling lease (one leader per repository across replicas)."""
-        name = f"poll:{self.view.repo}"
-        ttl = self._lease_ttl()
-        if self.db.leases.acquire(name, self.replica_id, ttl=ttl, now=now):
-            if not self.leading:
-                log.info("leadership_taken", lease=name)
-            self.leading = (self.view.repo,)
-            return True
-        if self.leading:
-            log.warning("leadership_lost", lease=name)
-        self.leading = ()
-        return False
 
     def _refresh_policy(self) -> None:
         outcome = self.source.refresh()
@@ -548,7 +518,7 @@ class Daemon:
 
     def _heartbeat_s(self) -> float:
         # Renew well within the lease, whatever systemd's watchdog asks for.
-        return min(watchdog_interval_s() or DEFAULT_HEARTBEAT_S, self.lease_s / 3)
+        return min(watchdog_interval_s() or DEFAULT_HEARTBEAT_S, self.cluster.heartbeat_s)
 
     def run_scheduler(self) -> None:
         """Start the scheduler's jobs and the web server, then report READY."""
@@ -629,16 +599,15 @@ class Daemon:
 
     def _heartbeat(self) -> None:
         bind_context(repo=self.view.repo, replica=self.replica_id)
-        now = self.clock()
         self.notifier.watchdog()
-        ttl = self._lease_ttl()
-        for name in self.db.leases.held_by(self.replica_id, now=now):
-            self.db.leases.renew(name, self.replica_id, ttl=ttl, now=now)
-        self._announce(now)
+        # Claims first: a turn whose claim was lost is cancelled before anything else.
         self.parts.claimer.renew()
+        if self.cluster.heartbeat(self.view.repo) and not self._stopping:
+            # The previous leader is gone: tick now rather than at the next interval.
+            self.request_tick()
 
     def _reap(self) -> None:
-        reaped = self.db.leases.reap(now=self.clock())
+        reaped = self.cluster.reap()
         if reaped:
             log.info("leases_reaped", count=reaped)
 
@@ -741,8 +710,8 @@ class Daemon:
         interrupted = self.db.runs.interrupt_unfinished(
             now=now, replica_id=None if self.db.is_sqlite else self.replica_id
         )
-        released = self.db.leases.release_all(self.replica_id)
         self.parts.claimer.release()
+        released = self.cluster.leave()
         if self._web is not None:
             self._web.stop()
             self._web = None

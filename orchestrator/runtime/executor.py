@@ -38,6 +38,7 @@ from orchestrator.runtime.gate import SideEffectGate, Verdict
 from orchestrator.runtime.gather import Gathered
 from orchestrator.runtime.records import RecordRow, RecordStore
 from orchestrator.runtime.wiring import AgentWiring, PolicyView
+from orchestrator.store.fencing import Fence
 from orchestrator.store.issues import Applied, Illegal
 
 log = get_logger(__name__)
@@ -54,6 +55,8 @@ class ExecutionReport:
     dispatched: int = 0
     cancelled: int = 0
     rate_limited: RateLimited | None = None
+    # The tick's poll lease was found lost at a write: the rest of the plan was dropped.
+    fenced: bool = False
 
     @property
     def changed(self) -> bool:
@@ -97,6 +100,8 @@ class _Execution:
     agents: AgentWiring
     source: RepoSource
     dispatching: bool
+    # The poll lease this tick acts under; once it is found lost, nothing more is done.
+    fence: Fence | None = None
     report: ExecutionReport = field(default_factory=ExecutionReport)
     # Issues whose transition failed: nothing more for them this tick.
     halted: set[IssueRef] = field(default_factory=set)
@@ -133,8 +138,9 @@ class Executor:
         agents: AgentWiring,
         source: RepoSource,
         dispatching: bool,
+        fence: Fence | None = None,
     ) -> ExecutionReport:
-        run = _Execution(gathered, view, agents, source, dispatching)
+        run = _Execution(gathered, view, agents, source, dispatching, fence)
         items = {item.ref: item for item in gathered.snapshot.issues}
         for action in workpad_before_close(actions):
             ref = action.issue
@@ -146,6 +152,8 @@ class Executor:
 
     def _apply(self, run: _Execution, action: Action, item: IssueSnapshot | None) -> None:
         ref = action.issue
+        if run.report.fenced:
+            return
         if isinstance(action, Cancel):
             if self.claimer.cancel(ref, action.reason):
                 run.report.cancelled += 1
@@ -199,7 +207,7 @@ class Executor:
         row = run.rows.get(action.issue)
         title = item.issue.title if item is not None else (row.title if row is not None else "")
         try:
-            outcome = self.gate.apply(action, view=run.view, row=row, title=title)
+            outcome = self.gate.apply(action, view=run.view, row=row, title=title, fence=run.fence)
         except RateLimited as limited:
             run.report.rate_limited = limited
             run.failed.add(action.issue)
@@ -211,6 +219,9 @@ class Executor:
         elif outcome.verdict is Verdict.FAILED:
             run.report.effects_failed += 1
             run.failed.add(action.issue)
+        elif outcome.verdict is Verdict.FENCED:
+            # Another replica leads now: it plans from its own snapshot.
+            run.report.fenced = True
         elif outcome.verdict in (Verdict.REFUSED_BY_MODE, Verdict.REFUSED_BY_KILL_SWITCH):
             run.report.refused += 1
             run.failed.add(action.issue)

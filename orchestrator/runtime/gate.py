@@ -9,6 +9,11 @@ already done is not repeated; one left without a result by a crash is retried
 through find-before-create helpers), (d) performs the write, and (e) records the
 result in the outbox and folds it into the issue's stored record. Refusals are
 recorded too (``refused_by_mode``, ``refused_by_kill_switch``).
+
+Every write is fenced: the caller names the poll lease (a tick) or the turn
+claim (a worker's push) it acts under, with its epoch, and (c) checks that it
+is still held in the same transaction that records the intent. A replica that
+lost it writes nothing (``fenced``, logged as ``side_effect_fenced``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
+from typing import Any
 
 from orchestrator.domain.actions import SideEffect, SideEffectKind, allowed_in
 from orchestrator.domain.phases import RolloutMode
@@ -31,6 +37,7 @@ from orchestrator.runtime.switches import IssueLabels, SwitchBoard
 from orchestrator.runtime.wiring import GitHubAccess, PolicyView
 from orchestrator.runtime.writes import GitHubWrites, WriteTarget, payload_json
 from orchestrator.store.database import Database
+from orchestrator.store.fencing import Fence, FenceLost
 from orchestrator.store.models import SideEffectStatus
 from orchestrator.workflow import effective_rollout_mode
 
@@ -46,6 +53,8 @@ class Verdict(StrEnum):
     FAILED = "failed"
     REFUSED_BY_MODE = "refused_by_mode"
     REFUSED_BY_KILL_SWITCH = "refused_by_kill_switch"
+    # The lease or claim the write was to be made under is no longer held: nothing written.
+    FENCED = "fenced"
 
 
 @dataclass(frozen=True)
@@ -79,7 +88,13 @@ class SideEffectGate:
         self.clock = clock
 
     def apply(
-        self, effect: SideEffect, *, view: PolicyView, row: RecordRow | None, title: str
+        self,
+        effect: SideEffect,
+        *,
+        view: PolicyView,
+        row: RecordRow | None,
+        title: str,
+        fence: Fence | None = None,
     ) -> GateOutcome:
         """Check, record, perform and fold one side effect; raises RateLimited to stop the tick."""
         if (
@@ -109,15 +124,20 @@ class SideEffectGate:
         if not allowed_in(effect.kind, mode):
             reason = f"{kind} needs a higher rollout mode than {mode.value}"
             return self._refuse(request, SideEffectStatus.REFUSED_BY_MODE, reason, mode)
-        # (c) the outbox.
-        intent = self.db.outbox.intend(
-            key,
-            kind=kind,
-            payload=request.payload,
-            issue_id=request.issue_id,
-            rollout_mode=mode.value,
-            now=self.clock(),
-        )
+        # (c) the outbox, under the fence.
+        try:
+            intent = self.db.outbox.intend(
+                key,
+                kind=kind,
+                payload=request.payload,
+                issue_id=request.issue_id,
+                rollout_mode=mode.value,
+                now=self.clock(),
+                fence=fence,
+            )
+        except FenceLost as lost:
+            log.warning("side_effect_fenced", kind=kind, key=key, reason=str(lost))
+            return GateOutcome(Verdict.FENCED, row, reason=str(lost))
         # The workpad comment is upserted whatever the outbox says: the same text may be
         # wanted again after other versions were written (upserting an equal body is free).
         if intent.already_done and effect.kind is not SideEffectKind.UPSERT_WORKPAD:
@@ -237,7 +257,7 @@ class SideEffectGate:
     def _fold(self, request: _Request, result: EffectResult) -> RecordRow | None:
         """Fold the result into the issue's record (creating it after a first workpad write)."""
         effect, row, now = request.effect, request.row, self.clock()
-        columns: dict[str, object] = {}
+        columns: dict[str, Any] = {}
         if effect.kind is SideEffectKind.UPSERT_WORKPAD and result.ok:
             comment = result.data.get("comment_id")
             if isinstance(comment, int):

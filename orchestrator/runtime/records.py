@@ -29,6 +29,7 @@ from orchestrator.runtime.codec import (
     encode_workpad,
 )
 from orchestrator.store.database import Database
+from orchestrator.store.fencing import Fence
 from orchestrator.store.issues import Applied, Illegal, LostRace, TransitionResult
 from orchestrator.store.models import TrackedIssue
 
@@ -208,9 +209,14 @@ class RecordStore:
         change: Callable[[StoredRecord], StoredRecord],
         *,
         now: datetime,
+        fence: Fence | None = None,
         **columns: Any,
     ) -> RecordRow | None:
-        """Apply ``change`` to the stored record and write it (None if the row is gone)."""
+        """Apply ``change`` to the stored record and write it (None if the row is gone).
+
+        With ``fence``, the write happens only while the lease or claim it names
+        is still held; :class:`~orchestrator.store.fencing.FenceLost` otherwise.
+        """
         with self._lock(issue_id):
             for _ in range(_WRITE_ATTEMPTS):
                 row = self.get_by_id(issue_id)
@@ -221,7 +227,7 @@ class RecordStore:
                     return row
                 values = {**record_columns(updated, row.recovery), **columns}
                 if self.db.issues.update_fields(
-                    issue_id, now=now, expected_version=row.version, **values
+                    issue_id, now=now, expected_version=row.version, fence=fence, **values
                 ):
                     return replace(row, record=updated, version=row.version + 1)
             raise RuntimeError(f"issue {issue_id}: the record kept changing under the update")

@@ -19,6 +19,7 @@ from orchestrator.runtime.executor import ExecutionReport, Executor
 from orchestrator.runtime.gather import SnapshotBuilder
 from orchestrator.runtime.reconcile import stale_turns
 from orchestrator.runtime.wiring import AgentWiring, PolicyView
+from orchestrator.store.fencing import Fence
 
 log = get_logger(__name__)
 
@@ -52,6 +53,7 @@ class Tick:
         source: RepoSource,
         now: datetime,
         dispatching: bool,
+        fence: Fence | None = None,
     ) -> TickReport:
         """One tick; raises RateLimited when GitHub's budget is spent while reading."""
         started = time.monotonic()
@@ -70,6 +72,7 @@ class Tick:
             agents=agents,
             source=source,
             dispatching=dispatching,
+            fence=fence,
         )
         report = TickReport(
             issues=len(snapshot.issues),

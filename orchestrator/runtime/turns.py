@@ -3,11 +3,22 @@
 The worker never decides what comes next. It renders the prompt, runs the
 turn, records the run (start, first event, end, tokens, the prompt) and folds
 the outcome into the issue's record; the tick it then asks for plans from
-there. The one exception is the push of the turn's commits on a replica that
-does not poll: the push needs the workspace, which lives where the turn ran, so
-that worker asks the pure planner about this one issue and applies the push it
-plans through its own gate, under the same idempotency key the polling leader's
-tick would use (the leader then finds it done in the outbox). Any failure before the agent ran
+there. The one exception is the push of the turn's commits: the push needs the
+workspace, which lives where the turn ran, so the worker asks the pure planner
+about this one issue and applies the push it plans through its own gate, under
+the same idempotency key the polling leader's tick would use (the leader then
+finds it done in the outbox), before the turn's claim is released. So a
+replica stopped with SIGTERM pushes what finished before it exits, and no
+other replica ever needs its workspace. The record and the push are fenced by
+the turn's claim: a worker whose claim was lost (another replica took the
+turn over) records nothing and pushes nothing, and says so
+(``turn_result_discarded``).
+
+Commits a previous life of the turn left unpushed (the daemon was killed
+between the agent's commit and the push) are this turn's work: the turn's
+starting point is the last pushed commit (the pull request's head, or where
+the branch left its base), not the workspace's HEAD, so those commits are
+pushed and are never taken for someone else's push. Any failure before the agent ran
 (workspace, hook, prompt) is recorded as a failed turn, so the planner's retry
 policy applies to it like any other. So is any unexpected exception while the
 turn is run, its results read or its outcome recorded: it is logged once
@@ -21,15 +32,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource, TurnRequest, Workspace
 from orchestrator.agent.errors import AgentLayerError
-from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, run_git
+from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, git_ok, run_git
 from orchestrator.agent.results import CONTEXT_FILE
 from orchestrator.agent.safe_files import write_file
+from orchestrator.agent.snapshot import HeadSnapshot
 from orchestrator.domain.actions import Dispatch, SideEffect, SideEffectKind
 from orchestrator.domain.planner import plan
 from orchestrator.domain.record_updates import record_outcome
@@ -53,6 +65,7 @@ from orchestrator.runtime.sync import sync_to_head
 from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView
 from orchestrator.runtime.workers import TurnSlot, WorkerPool
 from orchestrator.store.database import Database
+from orchestrator.store.fencing import Fence, FenceLost
 from orchestrator.workflow import PromptIssue, PromptRenderError, PromptWorkspace
 
 log = get_logger(__name__)
@@ -79,6 +92,8 @@ class TurnJob:
     view: PolicyView
     agents: AgentWiring
     source: RepoSource
+    # The claim the turn runs under: its record and push are refused once it is lost.
+    fence: Fence | None = None
 
     @property
     def title(self) -> str:
@@ -105,7 +120,6 @@ class TurnRunner:
         gate: SideEffectGate,
         switches: SwitchBoard,
         pool: WorkerPool,
-        pushes_after_turn: Callable[[], bool],
         replica_id: str,
         clock: Callable[[], datetime],
     ) -> None:
@@ -114,7 +128,6 @@ class TurnRunner:
         self.github = github
         self.gate = gate
         self.switches = switches
-        self.pushes_after_turn = pushes_after_turn
         self.pool = pool
         self.replica_id = replica_id
         self.clock = clock
@@ -163,7 +176,9 @@ class TurnRunner:
                 run_started = True
                 self.pool.attach(slot, turn)
                 result = turn.run()
-                outcome = result.to_agent_outcome()
+                outcome = adopt_unpushed_work(
+                    result.to_agent_outcome(), job, workspace, result.head_before
+                )
                 self.db.runs.finish(
                     slot.run_id,
                     outcome=result.outcome.value,
@@ -189,12 +204,9 @@ class TurnRunner:
             outcome = self._bare_outcome(job, slot, kind, started_at)
             if run_started:
                 self._finish_run(slot, kind, f"{fields['error_type']}: {fields['error']}")
-        self._record(job, outcome)
-        if (
-            outcome.kind is OutcomeKind.SUCCEEDED
-            and not slot.cancel_event.is_set()
-            and self.pushes_after_turn()
-        ):
+        if not self._record(job, outcome):
+            return
+        if outcome.kind is OutcomeKind.SUCCEEDED and not slot.cancel_event.is_set():
             try:
                 self._push(job)
             except Exception as error:
@@ -224,7 +236,9 @@ class TurnRunner:
             if not (isinstance(action, SideEffect) and action.kind is SideEffectKind.PUSH_BRANCH):
                 continue
             try:
-                outcome = self.gate.apply(action, view=job.view, row=row, title=job.title)
+                outcome = self.gate.apply(
+                    action, view=job.view, row=row, title=job.title, fence=job.fence
+                )
             except (GitHubError, RateLimited) as error:
                 # The leader's next tick plans the push again.
                 log.warning("turn_push_deferred", error=str(error))
@@ -310,15 +324,20 @@ class TurnRunner:
             finished_at=self.clock(),
         )
 
-    def _record(self, job: TurnJob, outcome: AgentOutcome) -> None:
+    def _record(self, job: TurnJob, outcome: AgentOutcome) -> bool:
         """Fold the outcome into the record; if that raises, record a bare failure instead.
 
         The fallback keeps the run, phase, times and heads but none of the
         agent's result files, so the failure counts toward
-        ``orchestration.max_failed_attempts`` and waits its backoff.
+        ``orchestration.max_failed_attempts`` and waits its backoff. Returns
+        False when the turn's claim was lost: nothing is recorded then (the
+        replica that took the turn over records its own).
         """
         try:
             updated = self._store(job, outcome)
+        except FenceLost as lost:
+            log.warning("turn_result_discarded", outcome=outcome.kind.value, reason=str(lost))
+            return False
         except Exception as error:
             log.error("turn_record_failed", outcome=outcome.kind.value, **error_fields(error))
             outcome = AgentOutcome(
@@ -332,9 +351,12 @@ class TurnRunner:
             )
             try:
                 updated = self._store(job, outcome)
+            except FenceLost as lost:
+                log.warning("turn_result_discarded", outcome=outcome.kind.value, reason=str(lost))
+                return False
             except Exception as second:
                 log.error("turn_record_lost", **error_fields(second))
-                return
+                return True
         log.info(
             "turn_recorded",
             outcome=outcome.kind.value,
@@ -346,6 +368,7 @@ class TurnRunner:
                 else None
             ),
         )
+        return True
 
     def _store(self, job: TurnJob, outcome: AgentOutcome) -> RecordRow | None:
         threads = job.pr.threads if job.pr is not None else ()
@@ -354,4 +377,52 @@ class TurnRunner:
             job.issue_id,
             lambda record: record_outcome(record, outcome, flow, threads, self.github.login),
             now=self.clock(),
+            fence=job.fence,
         )
+
+
+def adopt_unpushed_work(
+    outcome: AgentOutcome, job: TurnJob, workspace: Workspace, before: HeadSnapshot
+) -> AgentOutcome:
+    """Count commits an interrupted earlier turn left unpushed as this turn's own.
+
+    The turn's starting point becomes the last pushed commit when the
+    workspace's HEAD descends from it: the pull request's head, or, before
+    there is one, the point where the branch left the base branch it is
+    compared with. Ancestry is checked by commit id, so nothing the agent wrote
+    in the workspace can make a foreign commit pass for a pushed one; the push
+    itself checks the branch again (:meth:`MirrorStore.push_branch`).
+    """
+    started = outcome.head_before
+    if started is None:
+        return outcome
+    pushed: str | None = None
+    if job.pr is not None and job.pr.head_sha:
+        pushed = job.pr.head_sha
+    elif before.ahead and before.compared_to is not None:
+        pushed = _git_line(job, workspace, "merge-base", started, before.compared_to)
+    if not pushed or pushed == started:
+        return outcome
+    if not _git_ok(job, workspace, "merge-base", "--is-ancestor", pushed, started):
+        return outcome
+    log.info("unpushed_work_adopted", pushed=pushed, workspace_head=started)
+    return replace(outcome, head_before=pushed)
+
+
+def _git_line(job: TurnJob, workspace: Workspace, *args: str) -> str:
+    return run_git(
+        [*UNTRUSTED_REPO_FLAGS, *args],
+        cwd=workspace.path,
+        timeout_s=_GIT_TIMEOUT_S,
+        check=False,
+        env=job.agents.workspaces.agent_git_env(),
+    ).strip()
+
+
+def _git_ok(job: TurnJob, workspace: Workspace, *args: str) -> bool:
+    return git_ok(
+        [*UNTRUSTED_REPO_FLAGS, *args],
+        cwd=workspace.path,
+        timeout_s=_GIT_TIMEOUT_S,
+        env=job.agents.workspaces.agent_git_env(),
+    )

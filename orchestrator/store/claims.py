@@ -3,7 +3,9 @@
 A claim is a compare-and-set on the row (unclaimed, or its lease expired), so it
 works the same on SQLite and PostgreSQL; the owner renews the lease while the
 turn runs. A replica that dies stops renewing, and once the lease expired
-another replica claims the same row again, with a new run.
+another replica claims the same row again, with a new run and the next epoch.
+Expiry is judged on the database's clock; the epoch fences the holder's
+pushes and records (:mod:`orchestrator.store.fencing`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from orchestrator.store.fencing import database_now
 from orchestrator.store.models import TurnClaim
 
 
@@ -29,6 +32,7 @@ class Claimed:
     payload: dict[str, Any]
     run_id: str
     previous_run_id: str | None
+    epoch: int = 1
 
 
 class ClaimStore:
@@ -86,6 +90,7 @@ class ClaimStore:
         if limit <= 0:
             return []
         with self._sessions() as session:
+            now = database_now(session, now)
             return list(
                 session.scalars(
                     select(TurnClaim.id)
@@ -104,10 +109,11 @@ class ClaimStore:
     ) -> Claimed | None:
         """Take the claim if nobody holds it (compare-and-set); None when another replica won."""
         with self._sessions.begin() as session:
+            now = database_now(session, now)
             row = session.get(TurnClaim, claim_id)
             if row is None or row.finished_at is not None or row.cancel_reason is not None:
                 return None
-            previous_owner, previous_run = row.owner, row.run_id
+            previous_owner, previous_run, epoch = row.owner, row.run_id, row.epoch + 1
             result = session.execute(
                 update(TurnClaim)
                 .where(
@@ -122,7 +128,13 @@ class ClaimStore:
                     if previous_run is None
                     else TurnClaim.run_id == previous_run,
                 )
-                .values(owner=owner, run_id=run_id, lease_expires_at=now + ttl, claimed_at=now)
+                .values(
+                    owner=owner,
+                    run_id=run_id,
+                    lease_expires_at=now + ttl,
+                    claimed_at=now,
+                    epoch=TurnClaim.epoch + 1,
+                )
                 .execution_options(synchronize_session=False)
             )
             if not result.rowcount:  # type: ignore[attr-defined]
@@ -135,29 +147,49 @@ class ClaimStore:
                 payload=dict(row.payload),
                 run_id=run_id,
                 previous_run_id=previous_run,
+                epoch=epoch,
             )
 
-    def renew(self, owner: str, *, ttl: timedelta, now: datetime) -> int:
-        """Extend the leases of every open claim ``owner`` holds; returns how many."""
-        with self._sessions.begin() as session:
-            result = session.execute(
-                update(TurnClaim)
-                .where(TurnClaim.owner == owner, TurnClaim.finished_at.is_(None))
-                .values(lease_expires_at=now + ttl)
-            )
-            return int(result.rowcount)  # type: ignore[attr-defined]
+    def renew(self, owner: str, *, ttl: timedelta, now: datetime) -> set[int]:
+        """Extend every unexpired open claim ``owner`` holds; returns the ids still held.
 
-    def finish(self, claim_id: int, owner: str, *, now: datetime) -> bool:
-        """Close a claim this replica holds; False when it lost the claim meanwhile."""
+        A claim whose lease expired is not renewed, even when nobody took it
+        yet: its holder must treat it as lost (another replica may claim it at
+        any moment, with the next epoch).
+        """
         with self._sessions.begin() as session:
-            result = session.execute(
-                update(TurnClaim)
-                .where(
-                    TurnClaim.id == claim_id,
-                    TurnClaim.owner == owner,
-                    TurnClaim.finished_at.is_(None),
+            now = database_now(session, now)
+            held = set(
+                session.scalars(
+                    select(TurnClaim.id).where(
+                        TurnClaim.owner == owner,
+                        TurnClaim.finished_at.is_(None),
+                        TurnClaim.lease_expires_at > now,
+                    )
                 )
-                .values(finished_at=now, lease_expires_at=None)
+            )
+            if held:
+                session.execute(
+                    update(TurnClaim)
+                    .where(TurnClaim.id.in_(held), TurnClaim.owner == owner)
+                    .values(lease_expires_at=now + ttl)
+                    .execution_options(synchronize_session=False)
+                )
+            return {int(claim_id) for claim_id in held}
+
+    def finish(self, claim_id: int, owner: str, *, now: datetime, epoch: int | None = None) -> bool:
+        """Close a claim this replica holds (at ``epoch``); False when it lost it meanwhile."""
+        with self._sessions.begin() as session:
+            now = database_now(session, now)
+            conditions = [
+                TurnClaim.id == claim_id,
+                TurnClaim.owner == owner,
+                TurnClaim.finished_at.is_(None),
+            ]
+            if epoch is not None:
+                conditions.append(TurnClaim.epoch == epoch)
+            result = session.execute(
+                update(TurnClaim).where(*conditions).values(finished_at=now, lease_expires_at=None)
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
 

@@ -11,11 +11,13 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from orchestrator.store.claims import ClaimStore
 from orchestrator.store.engine import describe_url, is_sqlite, make_engine
+from orchestrator.store.fencing import CALLER_CLOCK
 from orchestrator.store.http_cache import HttpCache
 from orchestrator.store.issues import IssueStore
 from orchestrator.store.leases import LeaseStore
 from orchestrator.store.migrate import ensure_schema
 from orchestrator.store.outbox import Outbox
+from orchestrator.store.replicas import ReplicaStore
 from orchestrator.store.runs import RunStore
 
 
@@ -32,6 +34,7 @@ class Database:
     leases: LeaseStore = field(init=False)
     http_cache: HttpCache = field(init=False)
     claims: ClaimStore = field(init=False)
+    replicas: ReplicaStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.issues = IssueStore(self.sessions)
@@ -40,14 +43,23 @@ class Database:
         self.leases = LeaseStore(self.sessions)
         self.http_cache = HttpCache(self.sessions)
         self.claims = ClaimStore(self.sessions)
+        self.replicas = ReplicaStore(self.sessions)
 
     @classmethod
-    def open(cls, url: str, *, migrate: bool = True) -> Database:
-        """Connect; with ``migrate``, upgrade SQLite or refuse a PostgreSQL schema behind."""
+    def open(cls, url: str, *, migrate: bool = True, caller_clock: bool = False) -> Database:
+        """Connect; with ``migrate``, upgrade SQLite or refuse a PostgreSQL schema behind.
+
+        Leases and claims are judged on the database's clock on PostgreSQL;
+        ``caller_clock`` uses the ``now`` each call passes instead (tests that
+        play with time).
+        """
         engine = make_engine(url)
         if migrate:
             ensure_schema(url, engine)
-        return cls(url=url, engine=engine, sessions=sessionmaker(engine, expire_on_commit=False))
+        sessions = sessionmaker(
+            engine, expire_on_commit=False, info={CALLER_CLOCK: True} if caller_clock else {}
+        )
+        return cls(url=url, engine=engine, sessions=sessions)
 
     @property
     def is_sqlite(self) -> bool:

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from orchestrator.domain.phases import Phase, is_allowed
 from orchestrator.logs import get_logger
+from orchestrator.store.fencing import Fence, check_fence
 from orchestrator.store.models import PhaseEvent, TrackedIssue
 
 log = get_logger(__name__)
@@ -223,11 +224,22 @@ class IssueStore:
         return Applied(issue_id, expected, new, version)
 
     def update_fields(
-        self, issue_id: int, *, now: datetime, expected_version: int | None = None, **fields: Any
+        self,
+        issue_id: int,
+        *,
+        now: datetime,
+        expected_version: int | None = None,
+        fence: Fence | None = None,
+        **fields: Any,
     ) -> bool:
-        """Write non-phase fields; with ``expected_version``, only if nobody wrote in between."""
+        """Write non-phase fields; with ``expected_version``, only if nobody wrote in between.
+
+        With ``fence``, only while the lease or claim it names is still held
+        (:class:`FenceLost` otherwise).
+        """
         _check_fields(fields)
         with self._sessions.begin() as session:
+            check_fence(session, fence, now=now)
             query = update(TrackedIssue).where(TrackedIssue.id == issue_id)
             if expected_version is not None:
                 query = query.where(TrackedIssue.version == expected_version)

@@ -157,6 +157,22 @@ class Lease(Base):
     owner: Mapped[str] = mapped_column(String(100))
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     acquired_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # Grows by one each time the lease changes hands (or is taken again after expiring):
+    # a write fenced by an older epoch is refused.
+    epoch: Mapped[int] = mapped_column(BigInteger, default=1, server_default="1")
+
+
+class Replica(Base):
+    """One daemon process of the cluster: its version and heartbeat (on the database's clock)."""
+
+    __tablename__ = "replicas"
+
+    replica_id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    version: Mapped[str] = mapped_column(String(40))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    stopped_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
 
 class HttpCacheEntry(Base):
@@ -194,6 +210,8 @@ class TurnClaim(Base):
     run_id: Mapped[str | None] = mapped_column(String(64))
     owner: Mapped[str | None] = mapped_column(String(100))
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Grows by one with each claim: the holder's pushes and records are fenced by it.
+    epoch: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     queued_at: Mapped[datetime] = mapped_column(UTCDateTime)
     claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)

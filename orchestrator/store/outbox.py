@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session, sessionmaker
 
+from orchestrator.store.fencing import Fence, check_fence
 from orchestrator.store.models import SideEffect, SideEffectStatus
 
 REFUSALS = frozenset({SideEffectStatus.REFUSED_BY_MODE, SideEffectStatus.REFUSED_BY_KILL_SWITCH})
@@ -60,11 +61,18 @@ class Outbox:
         issue_id: int | None,
         rollout_mode: str,
         now: datetime,
+        fence: Fence | None = None,
     ) -> Intent:
-        """Record that ``key`` is about to be attempted (unless it is already done)."""
+        """Record that ``key`` is about to be attempted (unless it is already done).
+
+        With ``fence``, the lease or claim it names must still be held, in the
+        same transaction; otherwise :class:`FenceLost` is raised and nothing is
+        recorded.
+        """
         for _ in range(2):
             try:
                 with self._sessions.begin() as session:
+                    check_fence(session, fence, now=now)
                     row = session.scalar(
                         select(SideEffect).where(SideEffect.idempotency_key == key)
                     )

@@ -56,7 +56,10 @@ def test_stop_label_added_after_the_snapshot_is_seen_by_the_gate(
 ) -> None:
     with flow_for(tmp_path, world, mode="merge") as flow:
         number = flow.open_issue()
-        flow.step()  # the implementing turn ran; its push is planned next tick
+        flow.step()  # the implementing turn ran and its worker pushed; the PR comes next tick
+        pushes = [w for w in flow.bot_writes() if "receive-pack" in w["path"]]
+        assert len(pushes) == 1
+        writes_before = len(flow.bot_writes())
         builder = flow.d.parts.builder
         original = builder.build
 
@@ -70,11 +73,11 @@ def test_stop_label_added_after_the_snapshot_is_seen_by_the_gate(
         flow.d.switches.max_age_s = 0.0
         flow.step()
 
-        assert not [w for w in flow.bot_writes() if "receive-pack" in w["path"]]
         refused = [e for e in flow.d.db.outbox.for_issue(1) if e.status == "refused_by_kill_switch"]
-        assert sorted(e.kind for e in refused) == ["push_branch", "upsert_workpad"]
+        assert sorted(e.kind for e in refused) == ["create_pr", "upsert_workpad"]
         assert all("stop label" in e.result["reason"] for e in refused)
-        assert flow.bot_writes() == []
+        assert len(flow.bot_writes()) == writes_before
+        assert flow.pulls() == []
 
 
 def test_repo_wide_label_stops_every_write_until_lifted(tmp_path: Path, world: SimWorld) -> None:

@@ -10,9 +10,9 @@ from orchestrator.store.database import Database
 
 @pytest.fixture
 def database(db_url: str) -> Iterator[Database]:
-    """A migrated store on each backend."""
+    """A migrated store on each backend, judging leases by the ``now`` each test passes."""
     migrate.upgrade(db_url)
-    db = Database.open(db_url)
+    db = Database.open(db_url, caller_clock=True)
     try:
         yield db
     finally:

@@ -63,7 +63,7 @@ def test_an_expired_claim_is_taken_over_with_the_previous_run(database: Database
     taken = database.claims.claim(claim_id, "r2", run_id="run-2", ttl=TTL, now=later)
     assert taken is not None and taken.previous_run_id == "run-1"
     # The first holder lost it: it can neither renew nor close it.
-    assert database.claims.renew("r1", ttl=TTL, now=later) == 0
+    assert database.claims.renew("r1", ttl=TTL, now=later) == set()
     assert not database.claims.finish(claim_id, "r1", now=later)
     assert database.claims.finish(claim_id, "r2", now=later)
     assert database.claims.finished_count("acme/app") == 1
@@ -73,7 +73,7 @@ def test_renewal_keeps_a_claim_from_others(database: Database) -> None:
     claim_id = _queue(database)
     assert database.claims.claim(claim_id, "r1", run_id="run-1", ttl=TTL, now=NOW)
     renewed_at = NOW + TTL - timedelta(seconds=1)
-    assert database.claims.renew("r1", ttl=TTL, now=renewed_at) == 1
+    assert database.claims.renew("r1", ttl=TTL, now=renewed_at) == {claim_id}
     assert database.claims.claimable(now=NOW + TTL + timedelta(seconds=1), limit=5) == []
 
 

@@ -20,6 +20,7 @@ TABLES = {
     "leases",
     "http_cache",
     "turn_claims",
+    "replicas",
 }
 
 
