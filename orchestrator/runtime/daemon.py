@@ -66,7 +66,8 @@ from orchestrator.runtime.wiring import (
 from orchestrator.runtime.workers import TurnSlot, WorkerPool
 from orchestrator.runtime.writes import GitHubWrites
 from orchestrator.store.database import Database
-from orchestrator.store.engine import describe_url, is_sqlite, resolve_database_url
+from orchestrator.store.engine import describe_url, is_sqlite, resolve_database_url, sqlite_path
+from orchestrator.store.sqlite_faults import StorageFault, describe_storage_error
 from orchestrator.workflow import PolicyError, PolicySource, Workflow
 from orchestrator.workflow.source import ReloadOutcome
 
@@ -228,13 +229,17 @@ class Daemon:
         if is_sqlite(url):
             database = make_url(url).database
             if database and database != ":memory:":
-                self._lock = InstanceLock(Path(f"{database}.lock"))
-                self._lock.acquire()
+                self._lock = InstanceLock(Path(database))
+                try:
+                    self._lock.acquire()
+                except StorageFault as error:
+                    raise DaemonError(str(error)) from None
         try:
             self.db = Database.open(url)
         except Exception as error:
             self._release_lock()
-            raise DaemonError(f"cannot open the database {describe_url(url)}: {error}") from None
+            message = f"cannot open the database {describe_url(url)}: {error}"
+            raise DaemonError(describe_storage_error(error, sqlite_path(url)) or message) from None
         bind_context(repo=self.view.repo, replica=self.replica_id)
         self.cluster = ClusterRole(
             self.db, replica_id=self.replica_id, lease_s=self.lease_s, clock=self.clock

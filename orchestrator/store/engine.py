@@ -10,6 +10,8 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 
+from orchestrator.store.sqlite_faults import probe_sqlite_writable
+
 DATABASE_URL_ENV = "ORCHESTRATOR_DATABASE_URL"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -45,6 +47,19 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL; None for PostgreSQL, in-memory and ``file:`` URI databases."""
+    if not is_sqlite(url):
+        return None
+    parsed = make_url(url)
+    database = parsed.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    if parsed.query.get("uri") == "true":
+        return None
+    return Path(database)
+
+
 def describe_url(url: str) -> str:
     """The URL with any password hidden, for logs and messages."""
     return make_url(url).render_as_string(hide_password=True)
@@ -54,13 +69,15 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     """An engine configured for the daemon's transaction rules.
 
     SQLite: WAL, busy timeout, foreign keys, and ``BEGIN IMMEDIATE`` so a write
-    transaction takes the write lock up front instead of failing on upgrade.
+    transaction takes the write lock up front instead of failing on upgrade. A
+    SQLite file is probed first: one that cannot be written raises
+    :class:`~orchestrator.store.sqlite_faults.StorageFault` saying why.
     """
     url = normalize_url(url)
     if is_sqlite(url):
-        database = make_url(url).database
-        if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        database = sqlite_path(url)
+        if database is not None:
+            probe_sqlite_writable(database, busy_timeout_s=SQLITE_BUSY_TIMEOUT_MS / 1000)
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
