@@ -17,6 +17,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from orchestrator.agent.errors import HookFailed
+from orchestrator.agent.orphans import ProcessRegistry
 from orchestrator.agent.process import run_bounded
 from orchestrator.agent.settings import HookSettings
 from orchestrator.logs import get_logger
@@ -70,10 +71,12 @@ def run_hook(
     cwd: Path,
     env: Mapping[str, str],
     cancel: threading.Event | None = None,
+    registry: ProcessRegistry | None = None,
 ) -> HookResult | None:
     """Run the hook ``name`` if one is configured; None when there is none.
 
     A hook whose failure aborts raises :class:`HookFailed`; the others only log.
+    With ``registry``, the hook's session is recorded there while it runs.
     """
     script = getattr(settings, name.value)
     if script is None or not script.strip():
@@ -87,6 +90,7 @@ def run_hook(
         capture_bytes=settings.log_output_bytes,
         cancel=cancel,
         sandbox=settings.sandbox,
+        track=registry.track("hook", name.value) if registry is not None else None,
     )
     result = HookResult(
         name=name,

@@ -8,13 +8,20 @@ Agents and hooks may run in a sandbox (:mod:`orchestrator.agent.sandbox`):
 then the session's leader is bubblewrap, which would die at once on SIGTERM
 and take the sandbox down with SIGKILL. It is spared the SIGTERM, so the
 agent inside gets its grace period like an unsandboxed one.
+
+Every program is started with a parent death signal (SIGKILL), so its
+session's leader dies with the daemon; agents and hooks are also recorded in
+a :class:`~orchestrator.agent.orphans.ProcessRegistry`, through which the
+daemon's next life ends what the leader left behind.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import threading
@@ -24,7 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from orchestrator.agent.orphans import TrackedGroup, process_table
 from orchestrator.agent.sandbox import SandboxSettings
+from orchestrator.logs import get_logger
+
+log = get_logger(__name__)
 
 # How often loops wake up to look at deadlines, cancellation and exits.
 POLL_INTERVAL_S = 0.02
@@ -34,6 +45,62 @@ KILL_SETTLE_S = 5.0
 PIPE_DRAIN_S = 0.5
 
 _PROC = Path("/proc")
+# Names the setpriv program (default: ``setpriv`` on PATH); tests point it at a missing file.
+SETPRIV_ENV = "ORCHESTRATOR_SETPRIV"
+DEFAULT_SETPRIV = "setpriv"
+_PROBE_TIMEOUT_S = 5.0
+
+_death_prefixes: dict[str, tuple[str, ...]] = {}
+_death_lock = threading.Lock()
+
+
+def parent_death_prefix() -> tuple[str, ...]:
+    """What to run a program through so that it gets SIGKILL when its parent thread dies.
+
+    ``setpriv --pdeathsig KILL`` (util-linux) sets ``PR_SET_PDEATHSIG`` and
+    runs the program in the same process, so the signal is tied to the thread
+    that forked it. Setting it from Python between fork and exec would need
+    ``preexec_fn``, which may deadlock in a threaded program such as the daemon.
+    Checked once per program; where setpriv is missing or lacks the option, the
+    prefix is empty and a warning says that agents outside the sandbox then
+    outlive the daemon until its next start ends them.
+    """
+    program = os.environ.get(SETPRIV_ENV) or DEFAULT_SETPRIV
+    with _death_lock:
+        found = _death_prefixes.get(program)
+        if found is None:
+            found = _death_prefixes[program] = _probe_setpriv(program)
+    return found
+
+
+def _probe_setpriv(program: str) -> tuple[str, ...]:
+    path = shutil.which(program)
+    reason = f"{program} not found (install util-linux)"
+    if path is not None:
+        prefix = (path, "--pdeathsig", "KILL", "--")
+        try:
+            done = subprocess.run(
+                [*prefix, shutil.which("true") or "/bin/true"],
+                capture_output=True,
+                timeout=_PROBE_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as error:
+            reason = f"{path} cannot run: {error}"
+        else:
+            if done.returncode == 0:
+                log.info("agent_pdeathsig", program=path)
+                return prefix
+            detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            reason = f"{path} --pdeathsig fails: {detail[-1] if detail else done.returncode}"
+    log.warning(
+        "agent_pdeathsig_unavailable",
+        program=program,
+        reason=reason,
+        consequence="agents and hooks outside the sandbox outlive a killed daemon until "
+        "its next start ends them",
+    )
+    return ()
 
 
 class SandboxedProcess(subprocess.Popen[bytes]):
@@ -50,6 +117,7 @@ def spawn(
     stderr: IO[Any] | int | None,
     pass_fds: tuple[int, ...] = (),
     sandbox: SandboxSettings | None = None,
+    track: TrackedGroup | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` as the leader of a new session (its pid is the session and group id).
 
@@ -57,16 +125,31 @@ def spawn(
     With ``sandbox``, ``argv`` runs in it (``cwd`` is the writable workspace)
     with the agent's home as ``$HOME``; raises
     :class:`~orchestrator.agent.sandbox.SandboxError` (an ``OSError``) when the
-    home cannot be prepared.
+    home cannot be prepared. With ``track``, the session is recorded in its
+    registry (call :func:`release` once it is over).
+
+    The child gets SIGKILL when the thread calling this dies (see
+    :func:`parent_death_prefix`). A parent death signal follows the thread, not
+    the process: it is sound here because every caller waits for its child in
+    the same thread (:func:`run_bounded`; the runner, where a worker thread of
+    the pool blocks in the turn until the session is reaped, so an idle or
+    retired pool thread never has a child). In the sandbox, bubblewrap's
+    ``--die-with-parent`` does the same for the sandbox, and the kernel empties
+    its PID namespace when the sandbox's first process dies.
     """
     factory: type[subprocess.Popen[bytes]] = subprocess.Popen
+    if track is not None:
+        env = track.environment(env)
     if sandbox is not None:
         launch = sandbox.launch(argv, cwd=cwd, env=env)
         argv, env = launch.argv, launch.env
         if launch.sandboxed:
             factory = SandboxedProcess
-    return factory(
-        list(argv),
+    prefix = parent_death_prefix()
+    if prefix:
+        argv = [_program(argv[0], env), *argv[1:]]
+    proc = factory(
+        [*prefix, *argv],
         cwd=cwd,
         env=dict(env),
         stdin=stdin,
@@ -76,6 +159,28 @@ def spawn(
         close_fds=True,
         pass_fds=pass_fds,
     )
+    if track is not None:
+        track.started(proc.pid)
+    return proc
+
+
+def _program(name: str, env: Mapping[str, str]) -> str:
+    """``name`` found on the child's PATH, as Popen would: a missing program stays an OSError."""
+    if "/" in name:
+        return name
+    found = shutil.which(name, path=env.get("PATH", os.defpath))
+    if found is None:
+        raise FileNotFoundError(errno.ENOENT, f"No such file or directory: {name!r}")
+    return found
+
+
+def release(proc: subprocess.Popen[bytes], track: TrackedGroup | None) -> None:
+    """Forget ``proc``'s session in its registry once the leader is reaped and no member is left.
+
+    A session with survivors keeps its entry: the daemon's next life ends them.
+    """
+    if track is not None and proc.returncode is not None and not session_members(proc.pid):
+        track.ended()
 
 
 def session_members(session_id: int) -> list[int]:
@@ -90,22 +195,7 @@ def session_members(session_id: int) -> list[int]:
         except (ProcessLookupError, PermissionError):
             return []
         return [session_id]
-    members: list[int] = []
-    for entry in os.listdir(_PROC):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = (_PROC / entry / "stat").read_text()
-        except OSError:
-            continue
-        # The command name is in parentheses and may itself contain spaces or ')'.
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if len(fields) < 4:
-            continue
-        state, session = fields[0], fields[3]
-        if session == str(session_id) and state not in ("Z", "X", "x"):
-            members.append(int(entry))
-    return members
+    return [proc.pid for proc in process_table().values() if proc.sid == session_id and proc.alive]
 
 
 def signal_session(session_id: int, sig: signal.Signals, *, spare_leader: bool = False) -> None:
@@ -222,13 +312,14 @@ def run_bounded(
     cancel: threading.Event | None = None,
     pass_fds: tuple[int, ...] = (),
     sandbox: SandboxSettings | None = None,
+    track: TrackedGroup | None = None,
 ) -> BoundedRun:
     """Run ``argv`` in its own session, at most ``timeout_s``, capturing its output.
 
     On timeout or cancellation the whole session is terminated (SIGTERM, grace,
     SIGKILL) and ``exit_code`` is None. Background processes the program leaves
-    behind are terminated too, so nothing outlives the call. ``sandbox`` is
-    passed to :func:`spawn`.
+    behind are terminated too, so nothing outlives the call. ``sandbox`` and
+    ``track`` are passed to :func:`spawn`.
     """
     started = time.monotonic()
     proc = spawn(
@@ -240,6 +331,7 @@ def run_bounded(
         stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         pass_fds=pass_fds,
         sandbox=sandbox,
+        track=track,
     )
     out = OutputCapture(capture_bytes)
     err = OutputCapture(capture_bytes)
@@ -287,6 +379,7 @@ def run_bounded(
         if proc.returncode is None:
             proc.kill()
             proc.wait()
+        release(proc, track)
     return BoundedRun(
         exit_code=None if (timed_out or cancelled) else proc.returncode,
         timed_out=timed_out,

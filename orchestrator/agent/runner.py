@@ -28,9 +28,16 @@ from orchestrator.agent.environment import AgentEnvironment
 from orchestrator.agent.errors import HookFailed, UnsafeWorkspacePath, WorkspaceError
 from orchestrator.agent.events import AgentEvent, EventKind
 from orchestrator.agent.hooks import HookName, run_hook
+from orchestrator.agent.orphans import ProcessRegistry
 from orchestrator.agent.paths import checked_child
 from orchestrator.agent.presets import EventMapper, build_command, new_mapper
-from orchestrator.agent.process import PIPE_DRAIN_S, POLL_INTERVAL_S, spawn, terminate_session
+from orchestrator.agent.process import (
+    PIPE_DRAIN_S,
+    POLL_INTERVAL_S,
+    release,
+    spawn,
+    terminate_session,
+)
 from orchestrator.agent.results import (
     CONTEXT_FILE,
     PROMPT_FILE,
@@ -133,7 +140,12 @@ class _Progress:
 
 
 class AgentRunner:
-    """Runs agent turns with one set of settings; create one per policy version."""
+    """Runs agent turns with one set of settings; create one per policy version.
+
+    With ``registry``, every agent and ``before_run``/``after_run`` hook session
+    is recorded there while it runs, so that a daemon's next life can end what
+    a killed daemon left behind.
+    """
 
     def __init__(
         self,
@@ -143,12 +155,14 @@ class AgentRunner:
         *,
         log_dir: Path,
         on_event: EventListener | None = None,
+        registry: ProcessRegistry | None = None,
     ) -> None:
         self.settings = settings
         self.hooks = hooks
         self.environment = environment
         self.log_dir = log_dir
         self.on_event = on_event
+        self.registry = registry
 
     def prepare(self, request: TurnRequest) -> AgentTurn:
         """A turn ready to run; register it where other threads can cancel it, then run it."""
@@ -287,6 +301,7 @@ class AgentTurn:
                 cwd=self.request.workspace.path,
                 env=env,
                 cancel=self._cancel,
+                registry=self.runner.registry,
             )
         except HookFailed as failure:
             if failure.result.cancelled:
@@ -374,7 +389,11 @@ class AgentTurn:
     def _after_run(self, env: dict[str, str]) -> None:
         try:
             run_hook(
-                HookName.AFTER_RUN, self.runner.hooks, cwd=self.request.workspace.path, env=env
+                HookName.AFTER_RUN,
+                self.runner.hooks,
+                cwd=self.request.workspace.path,
+                env=env,
+                registry=self.runner.registry,
             )
         except OSError as error:
             log.warning("hook_failed", hook="after_run", run_id=self.run_id, error=str(error))
@@ -419,6 +438,8 @@ class AgentTurn:
             prompt = safe_files.open_for_reading(prompt_file.parent, prompt_file.name)
         except (OSError, safe_files.UnsafeFile) as error:
             return TurnOutcome.FAILED, f"could not open the prompt: {error}", None
+        registry = self.runner.registry
+        track = registry.track("agent", self.run_id) if registry is not None else None
         with prompt as stdin, open(stderr_log, "ab") as stderr:
             try:
                 proc = spawn(
@@ -429,6 +450,7 @@ class AgentTurn:
                     stdout=subprocess.PIPE,
                     stderr=stderr,
                     sandbox=settings.sandbox,
+                    track=track,
                 )
             except OSError as error:
                 return TurnOutcome.FAILED, f"could not start the agent: {error}", None
@@ -490,6 +512,7 @@ class AgentTurn:
             if proc.returncode is None:
                 proc.kill()
                 proc.wait()
+            release(proc, track)
         if progress.malformed > MALFORMED_LOGGED:
             log.warning("agent_malformed_lines", run_id=self.run_id, count=progress.malformed)
         return outcome, message, proc.returncode

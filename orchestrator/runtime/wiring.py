@@ -24,6 +24,7 @@ from orchestrator.agent import (
     WorkspaceSettings,
 )
 from orchestrator.agent.events import AgentEvent
+from orchestrator.agent.orphans import REGISTRY_DIR, ProcessRegistry
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.snapshot import Actor
 from orchestrator.github.accounting import Accounting
@@ -38,6 +39,7 @@ from orchestrator.runtime.containment import (
     decide,
     probe_for,
     sandbox_settings,
+    state_directory,
 )
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.github_issues import GitHubIssuesTracker
@@ -150,6 +152,11 @@ def build_agent_wiring(
     Raises :class:`WiringError` when the policy's sandbox cannot be had on this
     machine (``agent.sandbox: bwrap`` without a working bubblewrap, or
     ``auto`` in rollout mode merge without ``agent.allow_unsandboxed``).
+
+    The runner records its agents' sessions in the state directory; before it
+    is handed out, whatever a dead daemon's agents left running there is ended
+    (a live daemon's, this one's included, is left alone), so a daemon ends its
+    previous life's orphans before its first tick.
     """
     try:
         decision = decide(policy, probe_for(policy.agent.sandbox, env))
@@ -172,8 +179,15 @@ def build_agent_wiring(
     settings = replace(settings, sandbox=sandbox)
     # The manager reads its hook settings at each call: its hooks run in the same sandbox.
     workspaces.hooks = replace(hooks, sandbox=sandbox)
+    registry = ProcessRegistry(state_directory(db_url) / REGISTRY_DIR)
+    registry.end_orphans()
     runner = AgentRunner(
-        settings, workspaces.hooks, environment, log_dir=spaces.logs, on_event=on_event
+        settings,
+        workspaces.hooks,
+        environment,
+        log_dir=spaces.logs,
+        on_event=on_event,
+        registry=registry,
     )
     return AgentWiring(workspaces=workspaces, runner=runner, settings=settings, sandbox=decision)
 
