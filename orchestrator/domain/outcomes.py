@@ -29,7 +29,12 @@ from orchestrator.domain.trust import is_self, last_word, thread_trusted
 from orchestrator.domain.workpad import WorkpadRecord
 
 _PROCESS_FAILURES = frozenset(
-    {OutcomeKind.FAILED, OutcomeKind.TIMED_OUT, OutcomeKind.START_TIMEOUT}
+    {
+        OutcomeKind.FAILED,
+        OutcomeKind.TIMED_OUT,
+        OutcomeKind.START_TIMEOUT,
+        OutcomeKind.COMMITS_LOST,
+    }
 )
 
 

@@ -20,6 +20,7 @@ from orchestrator.domain.results import FixSummary, FixTargetKind
 from orchestrator.domain.retry import decide_retry
 from orchestrator.domain.snapshot import (
     AgentOutcome,
+    OutcomeKind,
     ReviewThread,
     StoredRecord,
     ThreadHistoryEntry,
@@ -128,6 +129,9 @@ def apply_effect_result(
             attempted = replace(attempted, last_failure_reason=result.error or "merge failed")
         workpad = replace(workpad, merge=attempted)
     if not result.ok:
+        lost = result.data.get("commits_lost")
+        if kind is SideEffectKind.PUSH_BRANCH and isinstance(lost, str):
+            return _commits_lost(replace(record, workpad=workpad), lost, now)
         return replace(record, workpad=workpad)
     if kind is SideEffectKind.PUSH_BRANCH:
         head = payload.get("head_sha")
@@ -164,6 +168,21 @@ def apply_effect_result(
         workpad=workpad,
         completed_effects=record.completed_effects | {effect.idempotency_key},
     )
+
+
+def _commits_lost(record: StoredRecord, head: str, now: datetime) -> StoredRecord:
+    """The turn whose commit ``head`` could not be pushed counts as failed and runs again.
+
+    Its commits existed only in a workspace that is gone (or no longer holds
+    them). The failure counts toward ``orchestration.max_failed_attempts``,
+    with the usual backoff from now, and the next turn starts from what the
+    remote has: the loss is retried a bounded number of times, never every tick.
+    """
+    outcome = record.last_outcome
+    if outcome is None or outcome.head_after != head or outcome.phase is not record.phase:
+        return record
+    failed = replace(outcome, kind=OutcomeKind.COMMITS_LOST, finished_at=now)
+    return replace(record, last_outcome=failed, attempt=record.attempt + 1, retry_due_at=None)
 
 
 def _after_review_comment(

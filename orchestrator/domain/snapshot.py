@@ -92,6 +92,9 @@ class OutcomeKind(StrEnum):
     # No event at all after start: the session never came up.
     START_TIMEOUT = "start_timeout"
     CANCELLED = "cancelled"
+    # The turn's commits never reached the remote and are gone (their workspace with them):
+    # a failed attempt, re-run from the last pushed state.
+    COMMITS_LOST = "commits_lost"
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,7 @@ from orchestrator.github.outcomes import (
     PRInfo,
     PROpen,
 )
+from orchestrator.logs import get_logger
 from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView
 from orchestrator.workflow.schema import ReviewCommentMode
 
@@ -42,12 +43,22 @@ def effect_marker(key: str) -> str:
     return f"<!-- orchestrator-effect: {key} -->"
 
 
+log = get_logger(__name__)
+
+
 def _ok(**data: str | int | None) -> EffectResult:
     return EffectResult(ok=True, data=MappingProxyType(dict(data)))
 
 
-def _failed(error: str) -> EffectResult:
-    return EffectResult(ok=False, error=error)
+def _failed(error: str, **data: str | int | None) -> EffectResult:
+    return EffectResult(ok=False, error=error, data=MappingProxyType(dict(data)))
+
+
+def _lost(identifier: str, head: str, why: str) -> EffectResult:
+    """A push whose commit exists nowhere any more: the turn that made it is re-run."""
+    message = f"the commit {head[:12]} of {identifier} was never pushed and is lost: {why}"
+    log.warning("turn_commits_lost", issue=identifier, head=head, reason=why)
+    return _failed(message, commits_lost=head)
 
 
 def _text(payload: Mapping[str, PayloadValue], key: str) -> str:
@@ -139,7 +150,7 @@ class GitHubWrites:
         wiring = self._agents()
         identifier = f"{target.repo}#{target.number}"
         if not wiring.workspaces.exists(identifier):
-            return _failed(f"the workspace of {identifier} is gone; its commit {head[:12]} is lost")
+            return _lost(identifier, head, "its workspace is gone")
         workspace = wiring.workspaces.ensure(
             WorkspaceIssue(identifier, target.number, target.title, branch=branch), self._source()
         )
@@ -150,9 +161,7 @@ class GitHubWrites:
             env=wiring.workspaces.agent_git_env(),
         )
         if current != head:
-            return _failed(
-                f"branch {branch} is at {current[:12]} in the workspace, not {head[:12]}"
-            )
+            return _lost(identifier, head, f"branch {branch} is at {current[:12]} in the workspace")
         # A plain push (no force) is refused by the remote unless it fast-forwards.
         pushed = wiring.workspaces.publish(workspace, self._source())
         return _ok(branch=branch, head_sha=pushed)

@@ -1,0 +1,102 @@
+"""Commits a turn left unpushed (its daemon died between the commit and the push) are not lost.
+
+A turn that commits and then dies leaves the commit in the workspace only.
+The next attempt starts there; whatever it does, the commit is this issue's
+work: pushed, never taken for someone else's push, never "no commit".
+The scripted agent plays the death with ``exit`` after its commit; its next
+attempt finds the work already done and commits nothing more.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from orchestrator.sim.testing import SimWorld
+
+from .harness import default_scenario, flow_for
+
+POLICY = {"agent": {"max_retry_backoff_ms": 1000}}
+
+
+def dies_after_commit(phase_steps: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"steps": [*phase_steps, {"exit": 1}]}
+
+
+def test_implementing_that_died_after_its_commit_is_pushed_by_the_next_attempt(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    scenario = default_scenario()
+    scenario["phases"]["implementing"] = {
+        "attempts": {
+            "1": dies_after_commit(
+                [
+                    {"write": {"path": "src/feature.py", "content": "FEATURE = 1\n"}},
+                    {"commit": "Add the feature"},
+                ]
+            ),
+            # The work is already there: nothing to commit, only the description.
+            "2": {"steps": [{"pr_description": "## Summary\n\nAdds the feature."}]},
+        }
+    }
+    with flow_for(tmp_path, world, scenario=scenario, policy=POLICY) as flow:
+        number = flow.open_issue()
+        flow.run(lambda: bool(flow.pulls()), what="the pull request")
+        [pull] = flow.pulls()
+        runs = sorted(flow.d.db.runs.for_issue(1), key=lambda r: r.started_at)
+        assert [r.outcome for r in runs] == ["failed", "completed"]
+        committed = flow.rest("GET", f"/repos/{world.repo}/commits/{pull['head']['sha']}")
+        assert committed["commit"]["message"].startswith("Add the feature")
+        record = flow.record(number)
+        assert record is not None and record.phase.value != "blocked"
+
+
+def test_rework_that_died_after_its_commit_is_pushed_not_taken_for_a_foreign_push(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    scenario = default_scenario()
+    fix = {"write": {"path": "src/feature.py", "content": "# fixed\n", "append": True}}
+    summary = {
+        "fix_summary": [{"check": "ci", "status": "fixed", "message": "Fixed.", "commit": "HEAD"}]
+    }
+    scenario["phases"]["rework"]["attempts"] = {
+        "1": dies_after_commit([fix, {"commit": "Fix the failing check"}]),
+        "2": {"steps": [summary]},
+    }
+    with flow_for(tmp_path, world, scenario=scenario, policy=POLICY) as flow:
+        number = flow.open_issue()
+        flow.run_to_phase(number, "waiting_for_checks")
+        pr = flow.pr_number(number)
+        first = flow.head(pr)
+        flow.check(pr, "failure")
+        flow.run_to_phase(number, "rework")
+        flow.run(lambda: flow.head(pr) != first, what="the rework commit is pushed")
+        flow.run_to_phase(number, "waiting_for_checks")
+        pushed = flow.rest("GET", f"/repos/{world.repo}/commits/{flow.head(pr)}")
+        assert pushed["commit"]["message"].startswith("Fix the failing check")
+        comments = [c["body"] for c in flow.comments(number)]
+        assert not [body for body in comments if "moved to" in body and "while the agent" in body]
+
+
+def test_a_commit_lost_with_its_workspace_reruns_the_turn_instead_of_retrying_the_push(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    with flow_for(tmp_path, world, policy=POLICY) as flow:
+        # The worker's push fails once; then the workspace (the only copy) disappears.
+        world.control.add_fault(path="*git-receive-pack", action="error", status=500, count=1)
+        number = flow.open_issue()
+        flow.step()
+        assert flow.pulls() == []
+        [workspace] = list((tmp_path / "workspaces").glob("acme_widgets_1-*"))
+        shutil.rmtree(workspace)
+        flow.run(lambda: bool(flow.pulls()), what="the pull request of the re-run")
+        runs = sorted(flow.d.db.runs.for_issue(1), key=lambda r: r.started_at)
+        assert [r.phase for r in runs] == ["implementing", "implementing"]
+        pushes = [e for e in flow.d.db.outbox.for_issue(1) if e.kind == "push_branch"]
+        [lost] = [e for e in pushes if e.status == "failed"]
+        assert "was never pushed and is lost: its workspace is gone" in lost.result["error"]
+        # The worker's push (500), then one from the tick that found the loss: never again.
+        assert lost.attempts == 2
+        record = flow.record(number)
+        assert record is not None and record.phase.value != "blocked"
