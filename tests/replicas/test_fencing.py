@@ -157,4 +157,3 @@ def flow_claims(db_url: str) -> list[tuple[str, int]]:
 def flow_record(daemon: Daemon):  # type: ignore[no-untyped-def]
     row = daemon.records.get_by_id(1)
     return row.record if row is not None else None
-
