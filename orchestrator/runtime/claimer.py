@@ -7,7 +7,10 @@ renews the lease from its heartbeat while the turn runs, and closes the claim
 when the turn and the push of its commits are over. The turn's push and record
 are fenced by the claim's epoch; a claim that could not be renewed in time
 (another replica may take it) is lost: its agent is cancelled and its result
-discarded. The leader counts every
+discarded. A turn that ended while the database was out of reach keeps its
+claim and is applied when the database returns; a claim the database says
+this replica holds but no local turn backs (its worker died with the
+database connection) is handed back at once, so no issue waits on it. The leader counts every
 open claim as a running turn, so nothing is planned for an issue while any
 replica works on it. A cancellation is written on the claim; the replica
 holding it stops the agent at its next claim pass.
@@ -28,12 +31,13 @@ from orchestrator.domain.snapshot import IssueRef, PullRequest, RunningAgent, Tr
 from orchestrator.logs import bind_context, get_logger
 from orchestrator.runtime.handoff import HandoffError, TurnInputs, decode_inputs, encode_inputs
 from orchestrator.runtime.records import RecordStore
-from orchestrator.runtime.turns import TurnJob, TurnRunner
+from orchestrator.runtime.turns import HeldTurn, TurnJob, TurnRunner
 from orchestrator.runtime.wiring import AgentWiring, PolicyView
 from orchestrator.runtime.workers import TurnSlot, WorkerPool
 from orchestrator.store.claims import Claimed
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence
+from orchestrator.store.outage import is_unreachable
 
 log = get_logger(__name__)
 
@@ -59,7 +63,12 @@ class TurnClaimer:
         self.clock = clock
         # The claims this replica's workers run now: claim id -> (slot, epoch).
         self._held: dict[int, tuple[TurnSlot, int]] = {}
+        # Turns that ended while the database was away, and claims not closed yet.
+        self._holding: dict[int, tuple[HeldTurn, int]] = {}
+        self._unfinished: dict[int, tuple[TurnSlot, int]] = {}
         self._held_lock = threading.Lock()
+        # Claiming and the orphan check exclude each other (a fresh claim is not an orphan).
+        self._claiming = threading.Lock()
 
     # ------------------------------------------------------------ the leader
 
@@ -116,17 +125,54 @@ class TurnClaimer:
         self, *, view: PolicyView, agents: AgentWiring, source: RepoSource, turns: TurnRunner
     ) -> int:
         """Claim queued turns up to the free worker threads and start them; returns how many."""
+        self.apply_held(turns)
         now = self.clock()
         started = 0
         for claim_id in self.db.claims.claimable(now=now, limit=self.pool.free):
-            claimed = self.db.claims.claim(
-                claim_id, self.replica_id, run_id=new_run_id(), ttl=self.lease_ttl(), now=now
-            )
-            if claimed is None:
-                continue
-            if self._start(claimed, view=view, agents=agents, source=source, turns=turns):
-                started += 1
+            with self._claiming:
+                claimed = self.db.claims.claim(
+                    claim_id, self.replica_id, run_id=new_run_id(), ttl=self.lease_ttl(), now=now
+                )
+                if claimed is None:
+                    continue
+                if self._start(claimed, view=view, agents=agents, source=source, turns=turns):
+                    started += 1
         return started
+
+    def apply_held(self, turns: TurnRunner) -> int:
+        """Apply the turns held during a database outage and close their claims; how many."""
+        with self._held_lock:
+            holding = list(self._holding.items())
+            unfinished = list(self._unfinished.items())
+        applied = 0
+        for claim_id, (held, epoch) in holding:
+            if turns.conclude(held) is not None:
+                return applied  # still away: try again at the next pass
+            with self._held_lock:
+                self._holding.pop(claim_id, None)
+                self._unfinished[claim_id] = (held.slot, epoch)
+            applied += 1
+        for claim_id, (slot, epoch) in unfinished:
+            self._finish(claim_id, epoch, slot)
+        return applied
+
+    def _finish(self, claim_id: int, epoch: int, slot: TurnSlot) -> None:
+        """Close the claim; kept for later while the database is away."""
+        try:
+            finished = self.db.claims.finish(
+                claim_id, self.replica_id, now=self.clock(), epoch=epoch
+            )
+        except Exception as error:
+            if not is_unreachable(error):
+                raise
+            with self._held_lock:
+                self._unfinished[claim_id] = (slot, epoch)
+            return
+        with self._held_lock:
+            self._unfinished.pop(claim_id, None)
+            self._held.pop(claim_id, None)
+        if not finished:
+            log.warning("claim_lost", run_id=slot.run_id, issue=slot.ref.number)
 
     def _start(
         self,
@@ -200,13 +246,16 @@ class TurnClaimer:
     def _work(
         self, turns: TurnRunner, job: TurnJob, claim_id: int, epoch: int, slot: TurnSlot
     ) -> None:
+        held: HeldTurn | None = None
         try:
-            turns.run(job, slot)
+            held = turns.run(job, slot)
         finally:
-            with self._held_lock:
-                self._held.pop(claim_id, None)
-            if not self.db.claims.finish(claim_id, self.replica_id, now=self.clock(), epoch=epoch):
-                log.warning("claim_lost", run_id=slot.run_id, issue=slot.ref.number)
+            if held is not None:
+                # The claim stays this replica's (renewed) until the turn is applied.
+                with self._held_lock:
+                    self._holding[claim_id] = (held, epoch)
+            else:
+                self._finish(claim_id, epoch, slot)
 
     def renew(self) -> int:
         """Extend the claims this replica holds; cancel the turns whose claim is lost.
@@ -217,7 +266,14 @@ class TurnClaimer:
         run the turn again, so this one stops its agent, and the fence keeps
         its result from being pushed or recorded.
         """
-        held = self.db.claims.renew(self.replica_id, ttl=self.lease_ttl(), now=self.clock())
+        with self._claiming:
+            with self._held_lock:
+                local = set(self._held) | set(self._holding) | set(self._unfinished)
+            held = self.db.claims.renew(self.replica_id, ttl=self.lease_ttl(), now=self.clock())
+            orphans = held - local
+            if orphans:
+                released = self.db.claims.release_ids(self.replica_id, orphans)
+                log.warning("claims_released", count=released, reason="no local turn backs them")
         with self._held_lock:
             lost = [(cid, slot) for cid, (slot, _) in self._held.items() if cid not in held]
         for claim_id, slot in lost:
@@ -225,7 +281,7 @@ class TurnClaimer:
                 log.warning(
                     "claim_lost", run_id=slot.run_id, issue=slot.ref.number, claim_id=claim_id
                 )
-        return len(held)
+        return len(held & local)
 
     def release(self) -> int:
         """Give back the claims still held (on shutdown) so another replica continues them."""

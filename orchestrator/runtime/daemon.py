@@ -67,6 +67,7 @@ from orchestrator.runtime.workers import TurnSlot, WorkerPool
 from orchestrator.runtime.writes import GitHubWrites
 from orchestrator.store.database import Database
 from orchestrator.store.engine import describe_url, is_sqlite, resolve_database_url, sqlite_path
+from orchestrator.store.outage import DatabaseHealth, is_unreachable, short_message
 from orchestrator.store.sqlite_faults import StorageFault, describe_storage_error
 from orchestrator.workflow import PolicyError, PolicySource, Workflow
 from orchestrator.workflow.source import ReloadOutcome
@@ -165,6 +166,7 @@ class Daemon:
         self._hardened = False
         self.clock = clock
         self.notifier = SystemdNotifier()
+        self.db_health = DatabaseHealth()
         self.accounting = Accounting()
         self._tick_lock = threading.Lock()
         self._request_lock = threading.Lock()
@@ -314,6 +316,7 @@ class Daemon:
             pool=self.pool,
             replica_id=self.replica_id,
             clock=self.clock,
+            health=self.db_health,
         )
         claimer = TurnClaimer(
             db=self.db,
@@ -419,11 +422,19 @@ class Daemon:
                 self.rate_limit_deferrals += 1
                 return None
             self.rate_limited_until = None
-        leadership = self.cluster.lead(self.view.repo)
-        if not leadership.leading:
+        try:
+            leadership = self.cluster.lead(self.view.repo)
+            if not leadership.leading:
+                self.db_health.succeeded()
+                return None
+            # Turns that ended before this tick are seen by it; the claim job asks for none.
+            self._finished_claims = self.db.claims.finished_count(self.view.repo)
+        except Exception as error:
+            if not is_unreachable(error):
+                raise
+            self.db_health.failed(error, where="tick")
+            self.last_tick_error = f"database unreachable: {short_message(error)}"
             return None
-        # Turns that ended before this tick are seen by it; the claim job asks for none for them.
-        self._finished_claims = self.db.claims.finished_count(self.view.repo)
         try:
             report = self.parts.tick.run(
                 view=self.cluster.scaled(self.view),
@@ -437,6 +448,10 @@ class Daemon:
             self._rate_limited(limited)
             return None
         except Exception as error:
+            if is_unreachable(error):
+                self.db_health.failed(error, where="tick")
+                self.last_tick_error = f"database unreachable: {short_message(error)}"
+                return None
             self.last_tick_error = f"{type(error).__name__}: {error}"
             log.exception("tick_failed")
             return None
@@ -445,6 +460,7 @@ class Daemon:
             self.last_tick_at = now
             self.last_tick_duration_s = (self.clock() - now).total_seconds()
         self.last_tick_error = None
+        self.db_health.succeeded()
         self.dispatches += report.execution.dispatched
         if report.execution.dispatched:
             # The leader takes what its own threads can run at once; other replicas the rest.
@@ -480,9 +496,23 @@ class Daemon:
             view=self.view, agents=self.agents, source=self.repo_source(), turns=parts.turns
         )
 
+    def _guarded(self, where: str, job: Callable[[], None]) -> None:
+        """Run a scheduler job's database work; an outage is counted, not raised or traced."""
+        try:
+            job()
+        except Exception as error:
+            if not is_unreachable(error):
+                raise
+            self.db_health.failed(error, where=where)
+        else:
+            self.db_health.succeeded()
+
     def _claim_job(self) -> None:
         # Scheduler threads do not inherit the main thread's context variables.
         bind_context(repo=self.view.repo, replica=self.replica_id)
+        self._guarded("claim", self._claim_and_follow)
+
+    def _claim_and_follow(self) -> None:
         self._claim()
         if self.leading:
             finished = self.db.claims.finished_count(self.view.repo)
@@ -605,6 +635,9 @@ class Daemon:
     def _heartbeat(self) -> None:
         bind_context(repo=self.view.repo, replica=self.replica_id)
         self.notifier.watchdog()
+        self._guarded("heartbeat", self._beat)
+
+    def _beat(self) -> None:
         # Claims first: a turn whose claim was lost is cancelled before anything else.
         self.parts.claimer.renew()
         if self.cluster.heartbeat(self.view.repo) and not self._stopping:
@@ -612,6 +645,9 @@ class Daemon:
             self.request_tick()
 
     def _reap(self) -> None:
+        self._guarded("reaper", self._reap_now)
+
+    def _reap_now(self) -> None:
         reaped = self.cluster.reap()
         if reaped:
             log.info("leases_reaped", count=reaped)
@@ -620,7 +656,12 @@ class Daemon:
         log.error("scheduler_job_failed", job=event.job_id, error=str(event.exception))
 
     def _first_event(self, slot: TurnSlot, at: datetime) -> None:
-        self.db.runs.first_event(slot.run_id, at=at)
+        try:
+            self.db.runs.first_event(slot.run_id, at=at)
+        except Exception as error:
+            if not is_unreachable(error):
+                raise
+            self.db_health.failed(error, where="run")
 
     def _start_web(self) -> None:
         if not self._serve_web:
@@ -712,11 +753,19 @@ class Daemon:
             self.pool.wait_idle(wait)
         self.pool.shutdown()
         now = self.clock()
-        interrupted = self.db.runs.interrupt_unfinished(
-            now=now, replica_id=None if self.db.is_sqlite else self.replica_id
-        )
-        self.parts.claimer.release()
-        released = self.cluster.leave()
+        interrupted = released = 0
+        try:
+            self.parts.claimer.apply_held(self.parts.turns)
+            interrupted = self.db.runs.interrupt_unfinished(
+                now=now, replica_id=None if self.db.is_sqlite else self.replica_id
+            )
+            self.parts.claimer.release()
+            released = self.cluster.leave()
+        except Exception as error:
+            if not is_unreachable(error):
+                raise
+            # The leases expire on their own; the next start recovers the runs.
+            self.db_health.failed(error, where="shutdown")
         if self._web is not None:
             self._web.stop()
             self._web = None

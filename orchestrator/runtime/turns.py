@@ -14,6 +14,10 @@ the turn's claim: a worker whose claim was lost (another replica took the
 turn over) records nothing and pushes nothing, and says so
 (``turn_result_discarded``).
 
+A turn that ends while the database is out of reach is held in memory
+(:class:`HeldTurn`, log event ``turn_held``) with its claim, and applied
+(closed, recorded, pushed) when the database answers again (``turn_applied``).
+
 Commits a previous life of the turn left unpushed (the daemon was killed
 between the agent's commit and the push) are this turn's work: the turn's
 starting point is the last pushed commit (the pull request's head, or where
@@ -34,6 +38,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource, TurnRequest, Workspace
@@ -66,6 +71,7 @@ from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView
 from orchestrator.runtime.workers import TurnSlot, WorkerPool
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence, FenceLost
+from orchestrator.store.outage import DatabaseHealth, is_unreachable
 from orchestrator.workflow import PromptIssue, PromptRenderError, PromptWorkspace
 
 log = get_logger(__name__)
@@ -108,6 +114,19 @@ class TurnJob:
         return self.issue.tracker_state or ""
 
 
+@dataclass
+class HeldTurn:
+    """A turn that ended while the database was out of reach, kept here until it returns."""
+
+    job: TurnJob
+    slot: TurnSlot
+    outcome: AgentOutcome
+    # What closes the run's row, until it is written.
+    run_close: dict[str, Any] | None
+    recorded: bool = False
+    announced: bool = False
+
+
 class TurnRunner:
     """Runs turn jobs in the worker threads of a :class:`WorkerPool`."""
 
@@ -122,6 +141,7 @@ class TurnRunner:
         pool: WorkerPool,
         replica_id: str,
         clock: Callable[[], datetime],
+        health: DatabaseHealth | None = None,
     ) -> None:
         self.db = db
         self.records = records
@@ -131,9 +151,15 @@ class TurnRunner:
         self.pool = pool
         self.replica_id = replica_id
         self.clock = clock
+        self.health = health
 
-    def run(self, job: TurnJob, slot: TurnSlot) -> None:
-        """The body of one worker: prepare, run, record. Never raises for the turn's failures."""
+    def run(self, job: TurnJob, slot: TurnSlot) -> HeldTurn | None:
+        """The body of one worker: prepare, run, record, push.
+
+        Never raises for the turn's failures. Returns the turn, held, when the
+        database could not be reached to record it: :meth:`conclude` applies it
+        once the database answers again (the agent's work is not lost).
+        """
         ref = job.dispatch.issue
         phase = job.dispatch.phase
         bind_context(
@@ -146,6 +172,7 @@ class TurnRunner:
         started_at = self.clock()
         run_started = False
         outcome: AgentOutcome
+        run_close: dict[str, Any] | None = None
         try:
             workspace = self._workspace(job, slot)
             prompt = self._prompt(job, workspace)
@@ -179,22 +206,21 @@ class TurnRunner:
                 outcome = adopt_unpushed_work(
                     result.to_agent_outcome(), job, workspace, result.head_before
                 )
-                self.db.runs.finish(
-                    slot.run_id,
-                    outcome=result.outcome.value,
-                    now=self.clock(),
-                    error=None if result.succeeded else result.message,
-                    input_tokens=result.usage.input_tokens,
-                    output_tokens=result.usage.output_tokens,
-                    total_tokens=result.usage.total_tokens,
-                    session_id=result.session_id,
-                )
+                run_close = {
+                    "outcome": result.outcome.value,
+                    "now": self.clock(),
+                    "error": None if result.succeeded else result.message,
+                    "input_tokens": result.usage.input_tokens,
+                    "output_tokens": result.usage.output_tokens,
+                    "total_tokens": result.usage.total_tokens,
+                    "session_id": result.session_id,
+                }
         except (AgentLayerError, PromptRenderError, GitHubError, RateLimited, OSError) as error:
             kind = OutcomeKind.CANCELLED if slot.cancel_event.is_set() else OutcomeKind.FAILED
             log.warning("turn_not_run", error=str(error), outcome=kind.value)
             outcome = self._bare_outcome(job, slot, kind, started_at)
             if run_started:
-                self._finish_run(slot, kind, str(error))
+                run_close = {"outcome": kind.value, "now": self.clock(), "error": str(error)}
         except Exception as error:
             # A bug, or agent-written content nothing anticipated: still one failed attempt,
             # with its backoff, never an unrecorded turn the next tick dispatches again at once.
@@ -203,21 +229,58 @@ class TurnRunner:
             log.error("turn_crashed", outcome=kind.value, run_started=run_started, **fields)
             outcome = self._bare_outcome(job, slot, kind, started_at)
             if run_started:
-                self._finish_run(slot, kind, f"{fields['error_type']}: {fields['error']}")
-        if not self._record(job, outcome):
-            return
-        if outcome.kind is OutcomeKind.SUCCEEDED and not slot.cancel_event.is_set():
-            try:
-                self._push(job)
-            except Exception as error:
-                # The outcome is stored: the leader's next tick plans the push again.
-                log.error("turn_push_failed", **error_fields(error))
+                error_text = f"{fields['error_type']}: {fields['error']}"
+                run_close = {"outcome": kind.value, "now": self.clock(), "error": error_text}
+        return self.conclude(HeldTurn(job, slot, outcome, run_close))
 
-    def _finish_run(self, slot: TurnSlot, kind: OutcomeKind, error: str) -> None:
-        """Close the run's row with the failure; a store error here is logged, not raised."""
+    def conclude(self, held: HeldTurn) -> HeldTurn | None:
+        """Close the run, record the outcome, push; the turn back when the database is away.
+
+        Each step is done once: a turn held after its record was written only
+        pushes when it is concluded again.
+        """
+        job, slot, outcome = held.job, held.slot, held.outcome
         try:
-            self.db.runs.finish(slot.run_id, outcome=kind.value, now=self.clock(), error=error)
+            if held.run_close is not None:
+                self._close_run(slot, held.run_close)
+                held.run_close = None
+            if not held.recorded:
+                if not self._record(job, outcome):
+                    return None
+                held.recorded = True
+            if outcome.kind is OutcomeKind.SUCCEEDED and not slot.cancel_event.is_set():
+                try:
+                    self._push(job)
+                except Exception as error:
+                    if is_unreachable(error):
+                        raise
+                    # The outcome is stored: the leader's next tick plans the push again.
+                    log.error("turn_push_failed", **error_fields(error))
+        except Exception as error:
+            if not is_unreachable(error):
+                raise
+            if self.health is not None:
+                self.health.failed(error, where="turn")
+            if not held.announced:
+                held.announced = True
+                log.warning(
+                    "turn_held",
+                    outcome=outcome.kind.value,
+                    recorded=held.recorded,
+                    reason="the database is out of reach; the result is applied when it returns",
+                )
+            return held
+        if held.announced:
+            log.info("turn_applied", outcome=outcome.kind.value)
+        return None
+
+    def _close_run(self, slot: TurnSlot, values: dict[str, Any]) -> None:
+        """Close the run's row; a store error other than an outage is logged, not raised."""
+        try:
+            self.db.runs.finish(slot.run_id, **values)
         except Exception as problem:
+            if is_unreachable(problem):
+                raise
             log.error("turn_run_not_closed", **error_fields(problem))
 
     def _push(self, job: TurnJob) -> None:
@@ -339,6 +402,8 @@ class TurnRunner:
             log.warning("turn_result_discarded", outcome=outcome.kind.value, reason=str(lost))
             return False
         except Exception as error:
+            if is_unreachable(error):
+                raise
             log.error("turn_record_failed", outcome=outcome.kind.value, **error_fields(error))
             outcome = AgentOutcome(
                 run_id=outcome.run_id,
@@ -355,6 +420,8 @@ class TurnRunner:
                 log.warning("turn_result_discarded", outcome=outcome.kind.value, reason=str(lost))
                 return False
             except Exception as second:
+                if is_unreachable(second):
+                    raise
                 log.error("turn_record_lost", **error_fields(second))
                 return True
         log.info(

@@ -253,6 +253,23 @@ class ClaimStore:
             result = session.execute(query.values(lease_expires_at=None, owner=None))
             return int(result.rowcount)  # type: ignore[attr-defined]
 
+    def release_ids(self, owner: str, claim_ids: set[int]) -> int:
+        """Give back these open claims of ``owner`` (no local turn backs them any more)."""
+        if not claim_ids:
+            return 0
+        with self._sessions.begin() as session:
+            result = session.execute(
+                update(TurnClaim)
+                .where(
+                    TurnClaim.id.in_(claim_ids),
+                    TurnClaim.owner == owner,
+                    TurnClaim.finished_at.is_(None),
+                )
+                .values(lease_expires_at=None, owner=None)
+                .execution_options(synchronize_session=False)
+            )
+            return int(result.rowcount)  # type: ignore[attr-defined]
+
     def release_one(self, claim_id: int, owner: str) -> bool:
         """Give back one claim this replica could not start."""
         with self._sessions.begin() as session:

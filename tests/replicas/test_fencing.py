@@ -157,3 +157,33 @@ def flow_claims(db_url: str) -> list[tuple[str, int]]:
 def flow_record(daemon: Daemon):  # type: ignore[no-untyped-def]
     row = daemon.records.get_by_id(1)
     return row.record if row is not None else None
+
+
+def test_a_claim_no_local_turn_backs_is_handed_back_at_the_next_heartbeat(
+    tmp_path: Path, world: SimWorld, pg_url: str
+) -> None:
+    migrate.upgrade(pg_url)
+    with (
+        flow_for(tmp_path, world, mode="mutate", start=False, db_url=pg_url) as flow,
+        two_replicas(flow, pg_url) as (a, _b),
+    ):
+        flow.open_issue()
+        a.tick()  # queues the turn; a claims and runs it
+        assert a.wait_idle(60)
+        # As if a's worker had died with the database connection: the row says a holds a
+        # claim, and no turn of a backs it.
+        queued = a.db.claims.enqueue(
+            issue_id=1,
+            repo=world.repo,
+            number=1,
+            phase="reviewing",
+            attempt=1,
+            payload={},
+            now=a.clock(),
+        )
+        assert queued is not None
+        assert a.db.claims.claim(queued, "a", run_id="ghost", ttl=a.cluster.ttl, now=a.clock())
+        with capture_logs() as logs:
+            assert a.parts.claimer.renew() == 0
+        assert [e["count"] for e in logs if e["event"] == "claims_released"] == [1]
+        assert flow_claims(pg_url) == [("None", 1)]
