@@ -46,17 +46,31 @@ def status(db: str | None, fmt: str | None, url: str | None) -> None:
         state = _daemon_state(daemon_url)
         rows = [views.IssueRow(**row) for row in state["issues"]]
         daemon = state["daemon"]
+        leader = state.get("leader")
+        replicas = list(state.get("replicas") or [])
     else:
         database = _open_db(db)
         try:
-            rows = views.issue_rows(database, None, datetime.now(UTC))
+            now = datetime.now(UTC)
+            rows = views.issue_rows(database, None, now)
+            cluster = views.cluster(database, now)
         finally:
             database.close()
         daemon = None
+        leader = cluster.leader
+        replicas = [replica.as_json() for replica in cluster.replicas]
     if fmt == "json":
-        click.echo(json.dumps({"daemon": daemon, "issues": [r.as_json() for r in rows]}, indent=2))
+        document = {
+            "daemon": daemon,
+            "leader": leader,
+            "replicas": replicas,
+            "issues": [r.as_json() for r in rows],
+        }
+        click.echo(json.dumps(document, indent=2))
         return
     for line in render.header_lines(daemon):
+        click.echo(line)
+    for line in render.replica_lines(leader, replicas):
         click.echo(line)
     click.echo(render.table(rows))
 

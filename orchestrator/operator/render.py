@@ -60,7 +60,7 @@ def header_lines(daemon: dict[str, Any] | None) -> list[str]:
     lines = [
         f"rollout mode: {daemon['rollout_mode']}   brake: "
         f"{'ON' if daemon['brake_active'] else 'off'}   running agents: {daemon['running']}   "
-        f"last tick: {daemon['last_tick_at'] or 'never'}"
+        + _role(daemon)
     ]
     sandbox = daemon.get("agent_sandbox")
     if sandbox:
@@ -76,6 +76,42 @@ def header_lines(daemon: dict[str, Any] | None) -> list[str]:
             f"left, resets {budget['reset_at']}"
         )
     return lines
+
+
+def _role(daemon: dict[str, Any]) -> str:
+    """The leader's last tick; a follower names the leader instead (followers do not tick)."""
+    replica = daemon.get("replica_id") or "-"
+    if daemon.get("role") == "follower":
+        leader = daemon.get("leader")
+        return f"replica {replica}: " + (
+            f"follower of {leader}" if leader else "follower (no replica leads now)"
+        )
+    return f"replica {replica}: leader, last tick: {daemon['last_tick_at'] or 'never'}"
+
+
+REPLICA_COLUMNS = ("replica", "role", "alive", "version", "last heartbeat", "turns")
+
+
+def replica_lines(leader: str | None, replicas: Sequence[dict[str, Any]]) -> list[str]:
+    """Who leads, then one aligned line per replica (none on a database without replicas)."""
+    if not replicas:
+        return []
+    grid = [list(REPLICA_COLUMNS)]
+    for r in replicas:
+        if r["leads"]:
+            role = "leader of " + ", ".join(r["leads"])
+        else:
+            role = "follower" if r["alive"] else "-"
+        alive = "yes" if r["alive"] else ("stopped" if r["stopped_at"] else "no")
+        grid.append(
+            [r["replica_id"], role, alive, r["version"], r["heartbeat_at"], str(r["running_turns"])]
+        )
+    widths = [max(len(line[i]) for line in grid) for i in range(len(REPLICA_COLUMNS))]
+    out = [f"leader: {leader or 'none'}"]
+    out += [
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in grid
+    ]
+    return [*out, ""]
 
 
 def timeline(data: dict[str, Any]) -> str:

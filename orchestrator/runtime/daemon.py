@@ -797,6 +797,7 @@ class Daemon:
             BudgetStatus(resource, budget.remaining, budget.limit, budget.reset_at)
             for resource, budget in sorted(self.accounting.budgets.items())
         )
+        fence = self.cluster.fence
         return RuntimeStatus(
             as_of=self.clock(),
             replica_id=self.replica_id,
@@ -816,6 +817,7 @@ class Daemon:
             rate_limited_until=self.rate_limited_until,
             github_units_spent=self.accounting.total_units(),
             leading=self.leading,
+            leader_epoch=fence.epoch if fence is not None else None,
             poll_interval_s=self.view.interval_s,
             dispatches=self.dispatches,
             rate_limit_deferrals=self.rate_limit_deferrals,

@@ -73,6 +73,8 @@ class RuntimeStatus:
     github_units_spent: int = 0
     # Whether this replica currently leads (polls GitHub) for each repository.
     leading: tuple[str, ...] = field(default_factory=tuple)
+    # The epoch of the poll lease it leads under; it grows by one at each change of hands.
+    leader_epoch: int | None = None
     # The poll interval in force; readiness wants a tick within a few intervals.
     poll_interval_s: float = 30.0
     # Counters since start, for the metrics endpoint.
@@ -81,3 +83,8 @@ class RuntimeStatus:
     policy_reload_errors: int = 0
     # The agents' sandbox (None before the agents are wired).
     sandbox: SandboxStatus | None = None
+
+    @property
+    def role(self) -> str:
+        """``leader`` while this replica polls a repository, else ``follower``."""
+        return "leader" if self.leading else "follower"

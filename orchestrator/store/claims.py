@@ -283,3 +283,19 @@ class ClaimStore:
                 .values(lease_expires_at=None, owner=None)
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    def open_by_owner(self, repo: str | None = None) -> dict[str | None, int]:
+        """How many open claims each replica holds (None: queued, held by nobody).
+
+        A replica that died keeps its claims here until another one takes them
+        over, so the operator sees what it left behind.
+        """
+        query = (
+            select(TurnClaim.owner, func.count())
+            .where(TurnClaim.finished_at.is_(None))
+            .group_by(TurnClaim.owner)
+        )
+        if repo is not None:
+            query = query.where(TurnClaim.repo == repo)
+        with self._sessions() as session:
+            return {owner: int(count) for owner, count in session.execute(query)}

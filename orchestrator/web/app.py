@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -64,14 +65,18 @@ def create_app(
     def current() -> RuntimeStatus | None:
         return status()
 
+    def cluster_view(live: RuntimeStatus | None, now: datetime) -> views.ClusterView:
+        return views.cluster(db, now, live.repos[0] if live and live.repos else None)
+
     async def dashboard(request: Request) -> Response:
         if (denied := authorized(request, False)) is not None:
             return denied
         now = clock()
         live = current()
         rows = views.issue_rows(db, live, now)
-        head = views.header(live) if live else _no_status_header()
-        return HTMLResponse(pages.dashboard(head, rows, html_base))
+        cluster = cluster_view(live, now)
+        head = views.header(live, cluster.leader) if live else _no_status_header()
+        return HTMLResponse(pages.dashboard(head, rows, html_base, cluster.replicas))
 
     async def issue_page(request: Request) -> Response:
         if (denied := authorized(request, False)) is not None:
@@ -90,10 +95,14 @@ def create_app(
             return denied
         now = clock()
         live = current()
+        cluster = cluster_view(live, now)
         return JSONResponse(
             {
                 "as_of": now.isoformat(),
-                "daemon": views.header(live).as_json() if live else None,
+                "daemon": views.header(live, cluster.leader).as_json() if live else None,
+                "leader": cluster.leader,
+                "replicas": [replica.as_json() for replica in cluster.replicas],
+                "queued_turns": cluster.queued_turns,
                 "issues": [row.as_json() for row in views.issue_rows(db, live, now)],
             }
         )
@@ -170,21 +179,48 @@ def create_app(
 
 
 def readiness_problems(db: Database, status: RuntimeStatus | None, now: datetime) -> list[str]:
-    """Why the daemon should not receive traffic now (empty when it is ready)."""
+    """Why the daemon should not receive traffic now (empty when it is ready).
+
+    The leader must have ticked recently. A follower does not tick: it is ready
+    while its heartbeat keeps it alive in the ``replicas`` table, judged on the
+    database's clock as the other replicas judge it.
+    """
     problems = []
-    if not db.ping():
+    reachable = db.ping()
+    if not reachable:
         problems.append(f"database unreachable: {db.display_url}")
     if status is None:
         problems.append("no daemon status yet")
         return problems
     if status.policy_error:
         problems.append(f"policy invalid: {status.policy_error}")
-    allowed = max(MIN_TICK_AGE, timedelta(seconds=3 * status.poll_interval_s))
-    reference = status.last_tick_at or status.started_at
-    if now - reference > allowed:
-        last = status.last_tick_at.isoformat() if status.last_tick_at else "never"
-        problems.append(f"last tick is stale (last: {last}, allowed age {allowed})")
+    if status.leading:
+        allowed = max(MIN_TICK_AGE, timedelta(seconds=3 * status.poll_interval_s))
+        reference = status.last_tick_at or status.started_at
+        if now - reference > allowed:
+            last = status.last_tick_at.isoformat() if status.last_tick_at else "never"
+            problems.append(f"last tick is stale (last: {last}, allowed age {allowed})")
+    elif reachable:
+        problems += _heartbeat_problems(db, status.replica_id, now)
     return problems
+
+
+def _heartbeat_problems(db: Database, replica_id: str, now: datetime) -> list[str]:
+    try:
+        rows = db.replicas.all(now=now)
+    except SQLAlchemyError as failure:
+        return [f"database unreachable: {db.display_url}: {type(failure).__name__}"]
+    own = next((row for row in rows if row.replica_id == replica_id), None)
+    if own is None:
+        return [f"replica {replica_id} is not registered in the replicas table"]
+    if own.stopped_at is not None:
+        return [f"replica {replica_id} is stopping"]
+    if not own.alive:
+        return [
+            f"heartbeat is stale (last: {own.heartbeat_at.isoformat()}, "
+            f"counted dead since {own.expires_at.isoformat()})"
+        ]
+    return []
 
 
 def _no_status_header() -> views.Header:
@@ -201,4 +237,5 @@ def _no_status_header() -> views.Header:
         ticks=0,
         replica_id="-",
         running=0,
+        role="unknown",
     )

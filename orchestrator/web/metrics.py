@@ -1,7 +1,10 @@
 """Prometheus metrics, computed at scrape time from the live status and the database.
 
-Counters that live in the database (agent runs, side effects) are grouped
-there, so they survive restarts and agree between replicas.
+Every replica exports what it does itself: its counters since start, its
+running turns, its brake, whether it leads. What is read from the shared
+database (issues per phase, agent runs, side effects, turn claims, replicas)
+is the same whichever replica reads it, so only the leader exports it: a
+``sum()`` over the replicas counts everything once.
 """
 
 from __future__ import annotations
@@ -27,12 +30,14 @@ class OrchestratorCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         status = self._status()
-        yield from self._from_status(status)
-        yield from self._from_database()
-
-    def _from_status(self, status: RuntimeStatus | None) -> Iterator[Metric]:
         if status is None:
             return
+        yield from self._from_status(status)
+        yield from self._cluster_role(status)
+        if status.leading:
+            yield from self._from_database(status)
+
+    def _from_status(self, status: RuntimeStatus) -> Iterator[Metric]:
         pairs: list[tuple[str, str, float]] = [
             ("orchestrator_ticks", "Ticks run since start.", status.ticks),
             ("orchestrator_dispatches", "Agent turns dispatched since start.", status.dispatches),
@@ -80,7 +85,28 @@ class OrchestratorCollector(Collector):
                 budget.add_metric([item.resource], item.remaining)
         yield budget
 
-    def _from_database(self) -> Iterator[Metric]:
+    def _cluster_role(self, status: RuntimeStatus) -> Iterator[Metric]:
+        leader = GaugeMetricFamily(
+            "orchestrator_leader",
+            "1 while this replica leads (polls GitHub and plans), else 0.",
+            labels=["replica"],
+        )
+        leader.add_metric([status.replica_id], 1.0 if status.leading else 0.0)
+        yield leader
+        if status.leader_epoch is not None:
+            epoch = GaugeMetricFamily(
+                "orchestrator_leader_epoch",
+                "Epoch of the poll lease this replica leads under; "
+                "grows by one each time leadership changes hands.",
+                labels=["repo"],
+            )
+            for repo in status.leading:
+                epoch.add_metric([repo], status.leader_epoch)
+            yield epoch
+
+    def _from_database(self, status: RuntimeStatus) -> Iterator[Metric]:
+        """The cluster-wide figures, on the leader only."""
+        yield from self._cluster(status)
         with self._db.sessions() as session:
             phases = session.execute(
                 select(TrackedIssue.phase, func.count()).group_by(TrackedIssue.phase)
@@ -115,6 +141,34 @@ class OrchestratorCollector(Collector):
         for kind, state, count in effects:
             side_effects.add_metric([kind, state], count)
         yield side_effects
+
+    def _cluster(self, status: RuntimeStatus) -> Iterator[Metric]:
+        replicas = self._db.replicas.all(now=status.as_of)
+        claims = self._db.claims.open_by_owner()
+        alive = GaugeMetricFamily(
+            "orchestrator_replica_alive",
+            "Replicas that did not stop cleanly: 1 while the heartbeat is recent, "
+            "0 once it stopped (listed for a day).",
+            labels=["replica", "version"],
+        )
+        for row in replicas:
+            # A replica stopped cleanly is gone on purpose: nothing to alert on.
+            if row.stopped_at is None:
+                alive.add_metric([row.replica_id, row.version], 1.0 if row.alive else 0.0)
+        yield alive
+        claimed = GaugeMetricFamily(
+            "orchestrator_turns_claimed",
+            "Agent turns claimed and not finished, by the replica holding them.",
+            labels=["replica"],
+        )
+        for owner, count in sorted((o, c) for o, c in claims.items() if o is not None):
+            claimed.add_metric([owner], count)
+        yield claimed
+        queued = GaugeMetricFamily(
+            "orchestrator_turns_queued", "Agent turns planned and not claimed by any replica."
+        )
+        queued.add_metric([], claims.get(None, 0))
+        yield queued
 
 
 def metrics_text(registry: CollectorRegistry) -> bytes:

@@ -7,11 +7,12 @@ escaped: titles, reasons and prompts come from GitHub users and agents.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from html import escape
 from typing import Any
 from urllib.parse import quote
 
-from orchestrator.web.views import Header, IssueRow
+from orchestrator.web.views import Header, IssueRow, ReplicaView
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:1.5rem;color:#1f2328;background:#fff}
@@ -69,9 +70,9 @@ def _header(h: Header) -> str:
         "local brake: " + ('<span class="active">ON</span>' if h.brake_active else "off"),
         "stopped repos: " + (_e(", ".join(h.stopped_repos)) if h.stopped_repos else "none"),
         f"GitHub budget: {budgets}",
-        f"last tick: {_e(h.last_tick_at) or 'never'} ({h.ticks} ticks)",
+        _role(h),
         f"running agents: {h.running}",
-        f"replica: {_e(h.replica_id)}",
+        f"replica: {_e(h.replica_id)}" + (" (leader)" if h.role == "leader" else ""),
     ]
     items += [f'<span class="fail">{_e(warning)}</span>' for warning in h.sandbox_warnings]
     if h.rate_limited_until:
@@ -83,7 +84,55 @@ def _header(h: Header) -> str:
     return '<div class="hdr">' + "".join(f"<div>{i}</div>" for i in items) + "</div>"
 
 
-def dashboard(h: Header, rows: list[IssueRow], html_base: str, refresh_s: int = 5) -> str:
+def _role(h: Header) -> str:
+    """The leader's last tick; on a follower, which replica leads (followers do not tick)."""
+    if h.role == "follower":
+        if h.leader is None:
+            return '<span class="pending">follower (no replica leads now)</span>'
+        return f"follower of <b>{_e(h.leader)}</b>"
+    return f"last tick: {_e(h.last_tick_at) or 'never'} ({h.ticks} ticks)"
+
+
+def _replicas(replicas: Sequence[ReplicaView], this: str) -> str:
+    if not replicas:
+        return ""
+    head = (
+        "<tr><th>replica</th><th>role</th><th>alive</th><th>version</th>"
+        "<th>last heartbeat</th><th>turns</th><th>started</th></tr>"
+    )
+    lines = []
+    for r in replicas:
+        name = _e(r.replica_id) + (
+            ' <span class="muted">(this one)</span>' if r.replica_id == this else ""
+        )
+        if r.leader:
+            role = "leader of " + _e(", ".join(r.leads))
+        else:
+            role = "follower" if r.alive else "-"
+        if r.alive:
+            alive = '<span class="pass">yes</span>'
+        elif r.stopped_at:
+            alive = '<span class="muted">stopped</span>'
+        else:
+            alive = '<span class="fail">no</span>'
+        lines.append(
+            f'<tr id="replica-{_e(r.replica_id)}"><td>{name}</td><td>{role}</td><td>{alive}</td>'
+            f"<td>{_e(r.version)}</td><td>{_e(r.heartbeat_at)}</td><td>{r.running_turns}</td>"
+            f"<td>{_e(r.started_at)}</td></tr>"
+        )
+    return (
+        f'<h2>Replicas</h2><table class="replicas"><thead>{head}</thead>'
+        f"<tbody>{''.join(lines)}</tbody></table>"
+    )
+
+
+def dashboard(
+    h: Header,
+    rows: list[IssueRow],
+    html_base: str,
+    replicas: Sequence[ReplicaView] = (),
+    refresh_s: int = 5,
+) -> str:
     head = (
         "<tr><th>issue</th><th>tracker state</th><th>phase</th><th>mode</th><th>owned</th>"
         "<th>kill switch</th><th>PR</th><th>head</th><th>observed</th><th>next action</th>"
@@ -127,7 +176,8 @@ def dashboard(h: Header, rows: list[IssueRow], html_base: str, refresh_s: int = 
         if lines
         else "<p>No tracked issues yet.</p>"
     )
-    return _page("orchestrator", f"<h1>Orchestrator</h1>{_header(h)}{table}", refresh_s)
+    body = f"<h1>Orchestrator</h1>{_header(h)}{table}{_replicas(replicas, h.replica_id)}"
+    return _page("orchestrator", body, refresh_s)
 
 
 def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from orchestrator.runtime.cluster import poll_lease_name
 from orchestrator.runtime.status import RunningTurn, RuntimeStatus
 from orchestrator.store.database import Database
 from orchestrator.store.models import TrackedIssue
@@ -114,6 +115,9 @@ class Header:
     ticks: int
     replica_id: str
     running: int
+    # leader (this replica polls) or follower; the replica that leads, by the database.
+    role: str
+    leader: str | None = None
     # The agents' OS sandbox in force (bwrap or none), why, and warnings to show with it.
     agent_sandbox: str = "unknown"
     agent_sandbox_reason: str = ""
@@ -123,7 +127,7 @@ class Header:
         return asdict(self)
 
 
-def header(status: RuntimeStatus) -> Header:
+def header(status: RuntimeStatus, leader: str | None = None) -> Header:
     return Header(
         rollout_mode=status.rollout_mode,
         brake_active=status.brake_active,
@@ -145,9 +149,83 @@ def header(status: RuntimeStatus) -> Header:
         ticks=status.ticks,
         replica_id=status.replica_id,
         running=len(status.running),
+        role=status.role,
+        leader=leader,
         agent_sandbox=status.sandbox.mode if status.sandbox else "unknown",
         agent_sandbox_reason=status.sandbox.reason if status.sandbox else "",
         sandbox_warnings=status.sandbox.warnings if status.sandbox else (),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaView:
+    """One replica of the cluster: version, presence, what it leads, the turns it holds."""
+
+    replica_id: str
+    version: str
+    started_at: str
+    heartbeat_at: str
+    stopped_at: str | None
+    alive: bool
+    # The repositories whose poll lease it holds now.
+    leads: tuple[str, ...]
+    # Open turn claims it holds (a dead replica keeps them until another takes them over).
+    running_turns: int
+
+    @property
+    def leader(self) -> bool:
+        return bool(self.leads)
+
+    def as_json(self) -> dict[str, Any]:
+        return {**asdict(self), "leader": self.leader}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """Every replica known to the database, and who leads."""
+
+    leader: str | None
+    replicas: tuple[ReplicaView, ...]
+    # Turns planned and not claimed by any replica yet.
+    queued_turns: int = 0
+
+
+def cluster(db: Database, now: datetime, repo: str | None = None) -> ClusterView:
+    """The replicas as the database sees them, on its clock; ``leader`` polls ``repo``.
+
+    Without ``repo`` the leader is the one replica that leads any repository (None
+    when none or several do).
+    """
+    prefix = poll_lease_name("")
+    claims = db.claims.open_by_owner()
+    replicas = tuple(
+        ReplicaView(
+            replica_id=row.replica_id,
+            version=row.version,
+            started_at=row.started_at.isoformat(),
+            heartbeat_at=row.heartbeat_at.isoformat(),
+            stopped_at=_iso(row.stopped_at),
+            alive=row.alive,
+            leads=tuple(
+                sorted(
+                    name.removeprefix(prefix)
+                    for name in db.leases.held_by(row.replica_id, now=now)
+                    if name.startswith(prefix)
+                )
+            ),
+            running_turns=claims.get(row.replica_id, 0),
+        )
+        for row in db.replicas.all(now=now)
+    )
+    if repo is not None:
+        leader = db.leases.holder(poll_lease_name(repo), now=now)
+    else:
+        leaders = [r.replica_id for r in replicas if r.leader]
+        leader = leaders[0] if len(leaders) == 1 else None
+    return ClusterView(
+        leader=leader,
+        replicas=replicas,
+        queued_turns=claims.get(None, 0),
     )
 
 

@@ -129,6 +129,9 @@ def make_status(**overrides: object) -> RuntimeStatus:
         last_tick_duration_s=0.05,
         ticks=42,
         poll_interval_s=1.0,
+        # A daemon alone leads its repository; tests of a follower override this.
+        leading=("acme/app",),
+        leader_epoch=1,
         running=(
             RunningTurn(
                 "acme/app",
