@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
@@ -159,6 +160,11 @@ def test_a_database_outage_during_a_turn_holds_its_result_and_logs_two_lines(
         cuttable.cut()
         # The agent ends (3 s) while the database is away.
         wait_for(lambda: bool(events(log, "turn_held")), "the turn is held", log)
+        web = events(log, "web_started")[0]["url"]
+        ready = httpx.get(f"{web}/readyz", timeout=10)
+        assert ready.status_code == 503
+        assert any(p.startswith("database unreachable") for p in ready.json()["problems"])
+        assert httpx.get(f"{web}/healthz", timeout=10).status_code == 200
         time.sleep(max(0.0, OUTAGE_S - 3.0))
         cuttable.restore()
         wait_for(lambda: bool(events(log, "database_reachable")), "the database is back", log)
