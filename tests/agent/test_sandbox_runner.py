@@ -105,7 +105,13 @@ def test_a_finished_turn_takes_the_setsid_grandchild_along(
 
     # Without the sandbox the same grandchild escapes the session sweep (docs/agent.md).
     loose = sleep_token()
-    command = f"setsid sleep {loose} </dev/null >/dev/null 2>&1 & {EVENT}"
+    # The turn ends only once the grandchild has its own session (it is otherwise still in
+    # the turn's process group, which the runner ends).
+    started = workspace.path / "loose-started"
+    command = (
+        f"setsid sh -c 'touch {started}; exec sleep {loose}' </dev/null >/dev/null 2>&1 & "
+        f"while [ ! -e {started} ]; do sleep 0.02; done; {EVENT}"
+    )
     try:
         harness.runner(agent(command, None)).run(request)
         assert processes_with(loose)
