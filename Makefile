@@ -75,8 +75,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: $(STAMP)
-	$(BIN)/python -m orchestrator.bench
+bench: $(STAMP) postgres-server
+	bash tests/support/with-postgres.sh $(BIN)/python -m orchestrator.bench
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache

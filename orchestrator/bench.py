@@ -15,6 +15,7 @@ BENCHMARKS = (
     ("emulator: simple GET requests per second", "orchestrator.sim.bench"),
     ("GitHub budget: polling 200 pull requests", "orchestrator.github.bench"),
     ("daemon: label to agent start, green + approval to merge", "orchestrator.runtime.bench"),
+    ("replicas: takeover time, polling cost of 2 against 1", "orchestrator.runtime.cluster_bench"),
 )
 
 
