@@ -161,6 +161,11 @@ def test_three_replicas_share_the_work_and_survive_a_sigkill(
     tmp_path: Path, world: SimWorld, pg_url: str
 ) -> None:
     scenario = default_scenario()
+    # Each issue writes a file of its own: ten branches appending to one file conflict as
+    # soon as one of them starts after another merged, which is not what this test is about.
+    scenario["steps"][1] = {
+        "write": {"path": "notes/${ORCHESTRATOR_BRANCH}.txt", "content": "A change.\n"}
+    }
     # Implementing lasts long enough for a replica to be killed in the middle of it.
     scenario["steps"].insert(1, {"sleep_ms": 1500})
     scenario_path = write_scenario(tmp_path, scenario)
