@@ -14,8 +14,6 @@ their runs and releases the leases; SIGHUP reloads the policy now.
 
 from __future__ import annotations
 
-import logging
-import math
 import os
 import signal
 import socket
@@ -27,9 +25,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
-from apscheduler.events import EVENT_JOB_ERROR, JobExecutionEvent
-from apscheduler.executors.pool import ThreadPoolExecutor as SchedulerPool
-from apscheduler.jobstores.memory import MemoryJobStore
+from apscheduler.events import JobExecutionEvent
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy.engine import make_url
 
@@ -46,6 +42,7 @@ from orchestrator.runtime.gate import SideEffectGate
 from orchestrator.runtime.gather import SnapshotBuilder
 from orchestrator.runtime.hardening import forbid_inspection
 from orchestrator.runtime.instance_lock import InstanceLock
+from orchestrator.runtime.jobs import Jobs, start_scheduler
 from orchestrator.runtime.notify import SystemdNotifier, watchdog_interval_s
 from orchestrator.runtime.records import RecordStore
 from orchestrator.runtime.recovery import RecoveryReport, recover_after_restart
@@ -76,9 +73,6 @@ log = get_logger(__name__)
 
 DEFAULT_GRACE_S = 30.0
 DEFAULT_HEARTBEAT_S = 10.0
-REAPER_INTERVAL_S = 60.0
-# How often every replica looks for queued turns and cancellations (a database query).
-CLAIM_INTERVAL_S = 1.0
 # Follow-up ticks a busy flow may chain before waiting for the next interval.
 MAX_CHAINED_TICKS = 25
 # Extra time for cancelled turns to end (the agent's own grace period comes on top).
@@ -100,21 +94,6 @@ class WebHandle(Protocol):
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-class _BusyPollFilter(logging.Filter):
-    """Drops APScheduler's notice that a poll run was skipped because a tick still runs.
-
-    A running poll job keeps ticking while ticks are requested, so the skipped
-    run had nothing left to do; the notice would repeat on every busy interval.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not ("_poll_job" in message and "maximum number of running instances" in message)
-
-
-_BUSY_POLL_FILTER = _BusyPollFilter()
 
 
 def default_replica_id() -> str:
@@ -173,6 +152,7 @@ class Daemon:
         self._pending = False
         self._ticking = False
         self._stop = threading.Event()
+        self._ready = threading.Event()
         # Set by the signal handlers (which only set flags); the main thread acts on it.
         self._signalled = threading.Event()
         self._reload_requested = False
@@ -559,56 +539,21 @@ class Daemon:
         """Start the scheduler's jobs and the web server, then report READY."""
         interval = self.view.interval_s
         heartbeat = self._heartbeat_s()
-        scheduler = BackgroundScheduler(
-            jobstores={"default": MemoryJobStore()},
-            executors={"default": SchedulerPool(4)},
-            timezone=UTC,
-        )
-        scheduler.add_job(
-            self._poll_job,
-            "interval",
-            seconds=interval,
-            id="poll",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=max(1, math.ceil(interval)),
-            next_run_time=datetime.now(UTC),
-        )
-        scheduler.add_job(
-            self._heartbeat,
-            "interval",
-            seconds=heartbeat,
-            id="heartbeat",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=max(1, math.ceil(heartbeat)),
-        )
-        scheduler.add_job(
-            self._claim_job,
-            "interval",
-            seconds=min(CLAIM_INTERVAL_S, interval),
-            id="claim",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=1,
-        )
-        scheduler.add_job(
-            self._reap,
-            "interval",
-            seconds=REAPER_INTERVAL_S,
-            id="reaper",
-            max_instances=1,
-            coalesce=True,
-            misfire_grace_time=int(REAPER_INTERVAL_S),
-        )
-        scheduler.add_listener(self._job_failed, EVENT_JOB_ERROR)
-        scheduler_log = logging.getLogger("apscheduler.scheduler")
-        if _BUSY_POLL_FILTER not in scheduler_log.filters:
-            scheduler_log.addFilter(_BUSY_POLL_FILTER)
-        self._scheduler = scheduler
-        scheduler.start()
         self._start_web()
+        self._scheduler = start_scheduler(
+            Jobs(
+                poll=self._poll_job,
+                heartbeat=self._heartbeat,
+                claim=self._claim_job,
+                reap=self._reap,
+                on_error=self._job_failed,
+                interval_s=interval,
+                heartbeat_s=heartbeat,
+            )
+        )
         self.notifier.ready(f"polling {self.view.repo} every {interval:g} s")
+        # systemd hears READY=1 before the first WATCHDOG=1.
+        self._ready.set()
         log.info("daemon_ready", interval_s=interval, heartbeat_s=heartbeat)
 
     def _poll_job(self) -> None:
@@ -634,7 +579,8 @@ class Daemon:
 
     def _heartbeat(self) -> None:
         bind_context(repo=self.view.repo, replica=self.replica_id)
-        self.notifier.watchdog()
+        if self._ready.is_set():
+            self.notifier.watchdog()
         self._guarded("heartbeat", self._beat)
 
     def _beat(self) -> None:
