@@ -10,6 +10,9 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
+from orchestrator.store import migrate
+from orchestrator.store.database import Database
+
 PG_URL_ENV = "ORCHESTRATOR_TEST_PG_URL"
 
 
@@ -54,3 +57,14 @@ def db_url(request: pytest.FixtureRequest) -> str:
     if request.param == "sqlite":
         return str(request.getfixturevalue("sqlite_url"))
     return str(request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def database(db_url: str) -> Iterator[Database]:
+    """A migrated store on each backend, judging leases by the ``now`` each test passes."""
+    migrate.upgrade(db_url)
+    db = Database.open(db_url, caller_clock=True)
+    try:
+        yield db
+    finally:
+        db.close()

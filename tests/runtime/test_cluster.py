@@ -7,16 +7,13 @@ is played exactly; the database judges leases by the ``now`` passed here
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from structlog.testing import capture_logs
 
 from orchestrator.runtime.cluster import ClusterRole
 from orchestrator.runtime.wiring import PolicyView
-from orchestrator.store import migrate
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence
 from orchestrator.workflow.loader import load_workflow
@@ -34,16 +31,6 @@ class Clock:
 
     def advance(self, seconds: float) -> None:
         self.now += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def database(db_url: str) -> Iterator[Database]:
-    migrate.upgrade(db_url)
-    db = Database.open(db_url, caller_clock=True)
-    try:
-        yield db
-    finally:
-        db.close()
 
 
 def roles(db: Database, clock: Clock) -> tuple[ClusterRole, ClusterRole]:
