@@ -463,17 +463,20 @@ def adopt_unpushed_work(
     started = outcome.head_before
     if started is None:
         return outcome
-    pushed: str | None = None
-    if job.pr is not None and job.pr.head_sha:
-        pushed = job.pr.head_sha
-    elif before.ahead and before.compared_to is not None:
-        pushed = _git_line(job, workspace, "merge-base", started, before.compared_to)
-    if not pushed or pushed == started:
-        return outcome
-    if not _git_ok(job, workspace, "merge-base", "--is-ancestor", pushed, started):
-        return outcome
-    log.info("unpushed_work_adopted", pushed=pushed, workspace_head=started)
-    return replace(outcome, head_before=pushed)
+    # The record's head is the freshest known push (a crash recovery may have confirmed
+    # one after the turn was planned); the pull request's head as planned comes next.
+    recorded = job.record.workpad.pr.head_sha if job.record.workpad.pr is not None else None
+    planned = job.pr.head_sha if job.pr is not None else None
+    candidates = [sha for sha in (recorded, planned) if sha]
+    if not candidates and before.ahead and before.compared_to is not None:
+        candidates = [_git_line(job, workspace, "merge-base", started, before.compared_to)]
+    for pushed in candidates:
+        if pushed == started:
+            return outcome
+        if _git_ok(job, workspace, "merge-base", "--is-ancestor", pushed, started):
+            log.info("unpushed_work_adopted", pushed=pushed, workspace_head=started)
+            return replace(outcome, head_before=pushed)
+    return outcome
 
 
 def _git_line(job: TurnJob, workspace: Workspace, *args: str) -> str:

@@ -421,10 +421,12 @@ def print_summary(chaos: Chaos, fail_first: set[int], chaos_s: float, total_s: f
     windows = Counter(f"{k.window[0]}/{k.kind}" for k in chaos.kills if k.window and k.run_open)
     adopted = len(chaos.daemon.events("unpushed_work_adopted"))
     # Not a failure by itself: a turn whose outcome was recorded, run again from its claim.
+    already = {str(e.get("run_id")) for e in chaos.daemon.events("claim_already_recorded")}
     rerun = [
         e
         for e in chaos.daemon.events("claim_taken_over")
         if chaos.store.run_outcome(str(e.get("previous_run_id"))) == "completed"
+        and str(e.get("previous_run_id")) not in already
     ]
     swept = chaos.daemon.events("agent_orphans_ended")
     print(
