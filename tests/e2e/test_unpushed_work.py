@@ -13,6 +13,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy import text
+from structlog.testing import capture_logs
+
 from orchestrator.sim.testing import SimWorld
 
 from .harness import default_scenario, flow_for
@@ -100,3 +103,27 @@ def test_a_commit_lost_with_its_workspace_reruns_the_turn_instead_of_retrying_th
         assert lost.attempts == 2
         record = flow.record(number)
         assert record is not None and record.phase.value != "blocked"
+
+
+def test_a_recorded_turn_whose_claim_was_left_open_is_not_run_again(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    with flow_for(tmp_path, world, policy=POLICY) as flow:
+        flow.open_issue()
+        flow.step()
+        [run] = flow.d.db.runs.for_issue(1)
+        record = flow.record(1)
+        assert record is not None and record.last_outcome is not None
+        assert record.last_outcome.run_id == run.run_id
+        # As if the daemon had died between recording the turn and closing its claim.
+        with flow.d.db.engine.begin() as conn:
+            conn.execute(text("UPDATE turn_claims SET finished_at = NULL, owner = NULL"))
+        with capture_logs() as logs:
+            d = flow.d
+            d.parts.claimer.claim_ready(
+                view=d.view, agents=d.agents, source=d.repo_source(), turns=d.parts.turns
+            )
+            assert d.wait_idle(30)
+        assert [e["run_id"] for e in logs if e["event"] == "claim_already_recorded"] == [run.run_id]
+        assert len(flow.d.db.runs.for_issue(1)) == 1
+        assert flow.d.db.claims.open(world.repo) == []
