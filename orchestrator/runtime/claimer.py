@@ -211,9 +211,7 @@ class TurnClaimer:
             # The previous holder recorded the turn and died before closing the claim: the
             # turn is done. Running it again would repeat the agent's work (and its commits);
             # the leader plans what comes next from the record.
-            log.info(
-                "claim_already_recorded", issue=claimed.number, run_id=claimed.previous_run_id
-            )
+            log.info("claim_already_recorded", issue=claimed.number, run_id=claimed.previous_run_id)
             self.db.claims.finish(claimed.claim_id, self.replica_id, now=now)
             return False
         dispatch = inputs.dispatch
