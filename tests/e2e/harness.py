@@ -31,6 +31,8 @@ STOP_LABEL = "orchestrator:stop"
 REPO_STOP_LABEL = "orchestrator:stop-all"
 # Transient GitHub failures are retried once, without a noticeable wait.
 FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.05)
+# Pause after a tick that did nothing (see Flow.run).
+IDLE_PAUSE_S = 0.1
 
 
 def finding(severity: str = "P2", title: str = "Vague name") -> dict[str, str]:
@@ -181,21 +183,31 @@ class Flow:
         assert self.daemon is not None, "the daemon is not started"
         return self.daemon
 
-    def step(self) -> None:
-        """One tick, then wait for the turns it started to be recorded."""
-        self.d.tick()
+    def step(self) -> bool:
+        """One tick, then wait for the turns it started to be recorded.
+
+        Returns whether the tick did anything (a transition, a write or a turn).
+        """
+        report = self.d.tick()
         assert self.d.wait_idle(60), "an agent turn did not finish"
         self.ticks += 1
+        if report is None:
+            return False
+        execution = report.execution
+        return execution.changed or bool(execution.dispatched)
 
     def run(self, until: Callable[[], bool], max_ticks: int = 40, what: str = "") -> None:
-        """Tick until ``until()`` holds; fail with the phase history otherwise."""
+        """Tick until ``until()`` holds; fail with the phase history otherwise.
+
+        A tick that did nothing is followed by a short pause, so that waits
+        measured in time (a retry's backoff) elapse within ``max_ticks`` ticks
+        however fast the machine runs them.
+        """
         for _ in range(max_ticks):
             if until():
                 return
-            before = self.ticks
-            self.step()
-            if self.ticks == before:
-                time.sleep(0.05)
+            if not self.step():
+                time.sleep(IDLE_PAUSE_S)
         if until():
             return
         raise AssertionError(
