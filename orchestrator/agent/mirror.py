@@ -110,12 +110,13 @@ class MirrorStore:
         Call inside :meth:`locked` when the caller also reads the mirror.
         """
         path = self.path_for(source)
+        if path.exists() and not _looks_like_a_repository(path):
+            # A process killed while creating it left a folder git does not recognize.
+            log.warning("mirror_damaged", repo=source.clean_url, mirror=str(path))
+            shutil.rmtree(path, ignore_errors=True)
         created = not path.exists()
         if created:
-            try:
-                self._git(["init", "--bare", "--quiet", str(path)], self.root)
-            except GitError as error:
-                raise WorkspaceError(f"could not create the mirror {path}: {error}") from error
+            self._create(path)
         try:
             head = self._fetch_into(path, source, cancel)
         except GitError:
@@ -128,6 +129,18 @@ class MirrorStore:
             self._git(["symbolic-ref", "HEAD", f"refs/heads/{default}"], path)
         log.info("mirror_created" if created else "mirror_fetched", repo=source.clean_url)
         return path
+
+    def _create(self, path: Path) -> None:
+        """An empty bare mirror at ``path``, made aside and moved into place whole."""
+        staging = checked_child(self.root, STAGING_DIR, create=True)
+        folder = Path(tempfile.mkdtemp(prefix="new-", dir=staging))
+        try:
+            self._git(["init", "--bare", "--quiet", str(folder / "repo.git")], folder)
+            (folder / "repo.git").rename(path)
+        except (GitError, OSError) as error:
+            raise WorkspaceError(f"could not create the mirror {path}: {error}") from error
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def _fetch_into(self, path: Path, source: RepoSource, cancel: threading.Event | None) -> str:
         """Fetch the remote's branches into the mirror; return what ``ls-remote`` says of HEAD."""
@@ -258,6 +271,16 @@ class MirrorStore:
                 )
             return start
         raise WorkspaceError(f"neither {branch} nor the base {base} could be read from the remote")
+
+
+def _looks_like_a_repository(path: Path) -> bool:
+    """What git itself requires of a bare repository: ``HEAD``, ``objects/`` and ``refs/``."""
+    return (
+        not path.is_symlink()
+        and (path / "HEAD").is_file()
+        and (path / "objects").is_dir()
+        and (path / "refs").is_dir()
+    )
 
 
 def _default_branch_of(ls_remote: str) -> str | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from orchestrator.agent import (
     AgentSettings,
@@ -120,6 +121,24 @@ def test_the_mirror_is_made_once_outside_the_workspace_root(harness: Harness) ->
     # Each workspace is an independent repository (copied through upload-pack, not linked).
     assert one.path != two.path
     assert (one.path / ".git" / "objects").is_dir() and (two.path / ".git" / "objects").is_dir()
+
+
+@pytest.mark.parametrize("left", ["nothing", "an empty HEAD file only"])
+def test_a_mirror_a_killed_process_left_half_made_is_made_again(
+    harness: Harness, left: str
+) -> None:
+    manager = harness.manager()
+    source = harness.source
+    mirror = manager.mirrors.path_for(source)
+    mirror.mkdir(parents=True)
+    if left != "nothing":
+        (mirror / "HEAD").write_text("")
+    with capture_logs() as logs:
+        workspace = harness.workspace("acme/widgets#1")
+    assert (workspace.path / ".git").is_dir()
+    assert (mirror / "objects").is_dir() and (mirror / "refs").is_dir()
+    assert [e["mirror"] for e in logs if e["event"] == "mirror_damaged"] == [str(mirror)]
+    assert not list((manager.mirrors.root / ".staging").iterdir())
 
 
 @pytest.mark.parametrize(
