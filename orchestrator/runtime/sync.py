@@ -4,8 +4,16 @@ Someone may have pushed to the pull request branch since the agent last worked
 (a human's fix, a rebase button). The agent must start from that head, or it
 would review or fix code that is no longer the pull request. The remote head
 is fetched through the repository's mirror (the only place the credential is
-used) and the local branch is fast-forwarded to it; a local branch that went
-its own way is left alone, and the planner notices the divergence after the turn.
+used) and the local branch is fast-forwarded to it.
+
+A local branch that went its own way holds commits no pull request has: work
+of an earlier turn that was never pushed and was done again elsewhere (its
+replica died and the turn ran again on another one), or that a push by
+someone else replaced. The pull request is what the turn is about, so the
+branch is reset to its head (``workspace_reset`` names the commit left
+behind). Local commits that only add to the head (a turn's commit not pushed
+yet) are kept. A head that cannot be fetched fails the turn: an agent never
+reviews or fixes code that is not the pull request's.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import re
 from collections.abc import Callable
 
 from orchestrator.agent import RepoSource, Workspace, WorkspaceManager
+from orchestrator.agent.errors import WorkspaceError
 from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, git_ok, run_git
 from orchestrator.agent.mirror import file_url
 from orchestrator.logs import get_logger
@@ -40,8 +49,11 @@ def _no_filters(git: Callable[..., str]) -> list[str]:
 
 def sync_to_head(
     workspaces: WorkspaceManager, workspace: Workspace, source: RepoSource, head_sha: str
-) -> bool:
-    """Fast-forward the workspace's branch to ``head_sha``; False when it could not (diverged)."""
+) -> None:
+    """Bring the workspace's branch to ``head_sha``, or past it with commits of its own.
+
+    Raises :class:`WorkspaceError` when ``head_sha`` cannot be fetched.
+    """
     env = workspaces.agent_git_env()
     path = workspace.path
 
@@ -55,7 +67,7 @@ def sync_to_head(
 
     local = git("rev-parse", "--verify", "HEAD")
     if local == head_sha:
-        return True
+        return
     if not ok("cat-file", "-e", f"{head_sha}^{{commit}}"):
         with workspaces.mirrors.locked(source) as mirror:
             workspaces.mirrors.update(source)
@@ -68,16 +80,19 @@ def sync_to_head(
             )
     if not ok("cat-file", "-e", f"{head_sha}^{{commit}}"):
         log.warning("workspace_sync_missing", head=head_sha)
-        return False
+        raise WorkspaceError(
+            f"the pull request's head {head_sha[:12]} is not on its branch {workspace.branch} "
+            "(pushed over since the turn was planned?); the turn runs again from the new head"
+        )
     if ok("merge-base", "--is-ancestor", head_sha, local):
         # The workspace already holds the head and more (commits not pushed yet).
-        return True
-    if not ok("merge-base", "--is-ancestor", local, head_sha):
-        log.warning("workspace_diverged", local=local, head=head_sha)
-        return False
+        return
     # Updating the work tree would run the clean/smudge filters the workspace's config
     # names (the agent's commands, outside any sandbox): each one is switched off.
-    git(*_no_filters(git), "merge", "--ff-only", "--quiet", head_sha)
+    if ok("merge-base", "--is-ancestor", local, head_sha):
+        git(*_no_filters(git), "merge", "--ff-only", "--quiet", head_sha)
+        log.info("workspace_synced", previous=local, head=head_sha)
+    else:
+        git(*_no_filters(git), "reset", "--hard", "--quiet", head_sha)
+        log.warning("workspace_reset", left_behind=local, head=head_sha)
     git("update-ref", f"refs/remotes/origin/{workspace.branch}", head_sha)
-    log.info("workspace_synced", previous=local, head=head_sha)
-    return True

@@ -1,4 +1,10 @@
-"""Agent runs: one row per turn, from start to outcome."""
+"""Agent runs: one row per turn, from start to outcome.
+
+Times are written on the database's clock on PostgreSQL (see
+:func:`~orchestrator.store.fencing.database_now`), so the runs of every
+replica share one timeline: a run interrupted by another replica never ends
+before it started, whatever the two replicas' clocks say.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from datetime import datetime
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from orchestrator.store.fencing import database_now
 from orchestrator.store.models import AgentRun
 
 INTERRUPTED = "interrupted"
@@ -30,6 +37,7 @@ class RunStore:
         prompt: str | None = None,
     ) -> None:
         with self._sessions.begin() as session:
+            now = database_now(session, now)
             session.add(
                 AgentRun(
                     run_id=run_id,
@@ -44,6 +52,7 @@ class RunStore:
 
     def first_event(self, run_id: str, *, at: datetime) -> None:
         with self._sessions.begin() as session:
+            at = database_now(session, at)
             session.execute(
                 update(AgentRun)
                 .where(AgentRun.run_id == run_id, AgentRun.first_event_at.is_(None))
@@ -64,6 +73,7 @@ class RunStore:
     ) -> bool:
         """Close the run; False if it was already closed (for example marked interrupted)."""
         with self._sessions.begin() as session:
+            now = database_now(session, now)
             result = session.execute(
                 update(AgentRun)
                 .where(AgentRun.run_id == run_id, AgentRun.ended_at.is_(None))
@@ -82,6 +92,7 @@ class RunStore:
     def interrupt_unfinished(self, *, now: datetime, replica_id: str | None = None) -> int:
         """Mark runs a crash left open as interrupted; returns how many."""
         with self._sessions.begin() as session:
+            now = database_now(session, now)
             query = update(AgentRun).where(AgentRun.ended_at.is_(None))
             if replica_id is not None:
                 query = query.where(AgentRun.replica_id == replica_id)
@@ -95,6 +106,7 @@ class RunStore:
     def interrupt(self, run_id: str, *, now: datetime, error: str) -> bool:
         """Close one run left open by a replica that stopped renewing its claim."""
         with self._sessions.begin() as session:
+            now = database_now(session, now)
             result = session.execute(
                 update(AgentRun)
                 .where(AgentRun.run_id == run_id, AgentRun.ended_at.is_(None))

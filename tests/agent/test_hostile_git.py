@@ -147,7 +147,7 @@ def test_planted_config_and_hooks_never_run_nor_see_the_token(
     git(human, "add", "-A")
     git(human, "commit", "--quiet", "-m", "a human's change")
     git(human, "push", "--quiet", "origin", workspace.branch)
-    assert sync_to_head(manager, workspace, source, git(human, "rev-parse", "HEAD"))
+    sync_to_head(manager, workspace, source, git(human, "rev-parse", "HEAD"))
     assert (workspace.path / "human.py").read_text() == "HUMAN = 1\n"
 
     for leak in leaks:
