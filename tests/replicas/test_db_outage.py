@@ -8,14 +8,11 @@ is held and applied when the database returns, and the issue goes on.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,88 +20,20 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy.engine import make_url
 
 from orchestrator.sim.testing import SimWorld
 from orchestrator.store import migrate
 from tests.e2e.harness import Flow, default_scenario, policy_document, write_policy, write_scenario
+from tests.replicas.relay import Relay, relayed
 
 ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
 OUTAGE_S = 8.0
 
 
-class Relay:
-    """A TCP relay to PostgreSQL that can be cut (connections dropped, new ones refused)."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.target = (host, port)
-        self._lock = threading.Lock()
-        self._open: list[socket.socket] = []
-        probe = socket.create_server(("127.0.0.1", 0))
-        self.port = probe.getsockname()[1]
-        probe.close()
-        self._server: socket.socket | None = None
-        self.restore()
-
-    def restore(self) -> None:
-        server = socket.create_server(("127.0.0.1", self.port), reuse_port=False)
-        self._server = server
-        threading.Thread(target=self._accept, args=(server,), daemon=True).start()
-
-    def cut(self) -> None:
-        with self._lock:
-            server, self._server = self._server, None
-            conns, self._open = self._open, []
-        if server is not None:
-            # shutdown() wakes the thread blocked in accept(); close() alone would not.
-            with contextlib.suppress(OSError):
-                server.shutdown(socket.SHUT_RDWR)
-            server.close()
-        for conn in conns:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
-            conn.close()
-
-    def _accept(self, server: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = server.accept()
-            except OSError:
-                return
-            try:
-                upstream = socket.create_connection(self.target)
-            except OSError:
-                client.close()
-                continue
-            with self._lock:
-                self._open += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for sock in (source, sink):
-                with contextlib.suppress(OSError):
-                    sock.close()
-
-
 @pytest.fixture
 def relay(pg_url: str) -> Iterator[tuple[Relay, str]]:
-    url = make_url(pg_url)
-    relayed = Relay(url.host or "127.0.0.1", url.port or 5432)
-    try:
-        yield (
-            relayed,
-            url.set(host="127.0.0.1", port=relayed.port).render_as_string(hide_password=False),
-        )
-    finally:
-        relayed.cut()
+    with relayed(pg_url) as pair:
+        yield pair
 
 
 def events(log: Path, name: str | None = None) -> list[dict[str, Any]]:
