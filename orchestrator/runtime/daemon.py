@@ -1,12 +1,13 @@
 """The daemon's lifecycle: start-up, the scheduler's jobs, ticks on request, signals, shutdown.
 
-Start-up loads the policy (refusing an invalid one), takes the database's lock
-(SQLite), opens and migrates the database, checks GitHub (the token's login and
-the repository), builds the parts from the policy, and recovers what a crash
-left behind. An APScheduler 3 background scheduler with an in-memory job store
-then runs three fixed jobs: the poll tick (``polling.interval_ms``, one at a
-time, coalesced), the heartbeat (systemd's watchdog, lease renewal) and the
-lease reaper. A tick can be asked for at once (a turn finished, the refresh
+Start-up loads the policy (refusing an invalid one), opens the store (the
+SQLite file's lock, migrations), builds the parts from the policy and checks
+GitHub (:mod:`orchestrator.runtime.assembly`), joins the cluster
+(:mod:`orchestrator.runtime.cluster`) and recovers what a crash left behind.
+The scheduler (:mod:`orchestrator.runtime.jobs`) then runs four fixed jobs:
+the poll tick (``polling.interval_ms``, one at a time, coalesced), the
+heartbeat (systemd's watchdog, claims and the poll lease), the claim pass and
+the lease reaper. A tick can be asked for at once (a turn finished, the refresh
 endpoint); requests coalesce into one pending tick. SIGTERM stops dispatching,
 lets running turns finish within the grace period, cancels the rest, marks
 their runs and releases the leases; SIGHUP reloads the policy now.
@@ -19,7 +20,6 @@ import signal
 import socket
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
@@ -27,32 +27,35 @@ from typing import Protocol
 
 from apscheduler.events import JobExecutionEvent
 from apscheduler.schedulers.background import BackgroundScheduler
-from sqlalchemy.engine import make_url
 
 from orchestrator.agent import RepoSource, SettingsError
 from orchestrator.github.accounting import Accounting
-from orchestrator.github.errors import GitHubError, RateLimited
+from orchestrator.github.errors import RateLimited
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import bind_context, get_logger, register_secret
-from orchestrator.runtime.claimer import TurnClaimer
+from orchestrator.runtime.assembly import (
+    AssemblyError,
+    Parts,
+    Shared,
+    Store,
+    build_parts,
+    guess_clone_url,
+    open_store,
+    preflight,
+    web_base,
+)
 from orchestrator.runtime.cluster import DEFAULT_LEASE_S, ClusterRole
 from orchestrator.runtime.containment import log_sandbox, sandbox_status
-from orchestrator.runtime.executor import Executor
-from orchestrator.runtime.gate import SideEffectGate
-from orchestrator.runtime.gather import SnapshotBuilder
 from orchestrator.runtime.hardening import forbid_inspection
-from orchestrator.runtime.instance_lock import InstanceLock
 from orchestrator.runtime.jobs import Jobs, start_scheduler
 from orchestrator.runtime.notify import SystemdNotifier, watchdog_interval_s
 from orchestrator.runtime.records import RecordStore
 from orchestrator.runtime.recovery import RecoveryReport, recover_after_restart
 from orchestrator.runtime.status import BudgetStatus, RuntimeStatus
 from orchestrator.runtime.switches import SwitchBoard
-from orchestrator.runtime.tick import Tick, TickReport
-from orchestrator.runtime.turns import TurnRunner
+from orchestrator.runtime.tick import TickReport
 from orchestrator.runtime.wiring import (
     AgentWiring,
-    GitHubAccess,
     PolicyView,
     WiringError,
     agent_wiring_key,
@@ -61,11 +64,9 @@ from orchestrator.runtime.wiring import (
     tracker_settings,
 )
 from orchestrator.runtime.workers import TurnSlot, WorkerPool
-from orchestrator.runtime.writes import GitHubWrites
 from orchestrator.store.database import Database
-from orchestrator.store.engine import describe_url, is_sqlite, resolve_database_url, sqlite_path
+from orchestrator.store.engine import resolve_database_url
 from orchestrator.store.outage import DatabaseHealth, is_unreachable, short_message
-from orchestrator.store.sqlite_faults import StorageFault, describe_storage_error
 from orchestrator.workflow import PolicyError, PolicySource, Workflow
 from orchestrator.workflow.source import ReloadOutcome
 
@@ -99,18 +100,6 @@ def _utc_now() -> datetime:
 def default_replica_id() -> str:
     """This replica's name: ``ORCHESTRATOR_REPLICA_ID``, else the host name and process id."""
     return os.environ.get(REPLICA_ENV) or f"{socket.gethostname()}-{os.getpid()}"
-
-
-@dataclass
-class _Parts:
-    """What is rebuilt when the GitHub access changes (a new endpoint or token)."""
-
-    github: GitHubAccess
-    builder: SnapshotBuilder
-    gate: SideEffectGate
-    turns: TurnRunner
-    claimer: TurnClaimer
-    tick: Tick
 
 
 class Daemon:
@@ -159,7 +148,7 @@ class Daemon:
         self._stopping = False
         self._scheduler: BackgroundScheduler | None = None
         self._web: WebHandle | None = None
-        self._lock: InstanceLock | None = None
+        self._store: Store | None = None
         self._agents_key: tuple[object, ...] | None = None
         self._db_url = ""
         self._repo_source: RepoSource | None = None
@@ -183,7 +172,7 @@ class Daemon:
         self.switches: SwitchBoard
         self.pool: WorkerPool
         self.agents: AgentWiring
-        self.parts: _Parts
+        self.parts: Parts
         self.cluster: ClusterRole
 
     @property
@@ -206,22 +195,12 @@ class Daemon:
         except WiringError as error:
             raise DaemonError(str(error)) from None
         register_secret(self.view.policy.server.token)
-        url = resolve_database_url(self._db_flag, self.view.policy.database.url)
-        self._db_url = url
-        if is_sqlite(url):
-            database = make_url(url).database
-            if database and database != ":memory:":
-                self._lock = InstanceLock(Path(database))
-                try:
-                    self._lock.acquire()
-                except StorageFault as error:
-                    raise DaemonError(str(error)) from None
+        self._db_url = resolve_database_url(self._db_flag, self.view.policy.database.url)
         try:
-            self.db = Database.open(url)
-        except Exception as error:
-            self._release_lock()
-            message = f"cannot open the database {describe_url(url)}: {error}"
-            raise DaemonError(describe_storage_error(error, sqlite_path(url)) or message) from None
+            self._store = open_store(self._db_url)
+        except AssemblyError as error:
+            raise DaemonError(str(error)) from None
+        self.db = self._store.db
         bind_context(repo=self.view.repo, replica=self.replica_id)
         self.cluster = ClusterRole(
             self.db, replica_id=self.replica_id, lease_s=self.lease_s, clock=self.clock
@@ -237,7 +216,11 @@ class Daemon:
             self._close()
             raise DaemonError(str(error)) from None
         self.parts = self._build_parts(token)
-        self._preflight()
+        try:
+            self._repo_source = preflight(self.parts.github, self.view)
+        except AssemblyError as error:
+            self._close()
+            raise DaemonError(str(error)) from None
         self.recovery = recover_after_restart(
             db=self.db,
             records=self.records,
@@ -267,49 +250,25 @@ class Daemon:
             intents_unconfirmed=self.recovery.unconfirmed,
         )
 
-    def _build_parts(self, token: str) -> _Parts:
-        policy = self.view.policy
-        github = GitHubAccess(
-            endpoint=policy.tracker.endpoint,
-            token=token,
-            cache=self.db.http_cache,
+    def _build_parts(self, token: str) -> Parts:
+        shared = Shared(
+            db=self.db,
+            records=self.records,
+            switches=self.switches,
+            pool=self.pool,
             accounting=self.accounting,
-            tracker=tracker_settings(policy, self.view.flow),
-            retry=self._github_retry,
-        )
-        builder = SnapshotBuilder(github, self.records, self.switches)
-        writes = GitHubWrites(github, lambda: self.agents, self.repo_source)
-        gate = SideEffectGate(
-            db=self.db,
-            records=self.records,
-            switches=self.switches,
-            writes=writes,
-            github=github,
-            clock=self.clock,
-        )
-        turns = TurnRunner(
-            db=self.db,
-            records=self.records,
-            github=github,
-            gate=gate,
-            switches=self.switches,
-            pool=self.pool,
-            replica_id=self.replica_id,
-            clock=self.clock,
             health=self.db_health,
-        )
-        claimer = TurnClaimer(
-            db=self.db,
-            records=self.records,
-            pool=self.pool,
             replica_id=self.replica_id,
-            lease_ttl=lambda: self.cluster.ttl,
             clock=self.clock,
         )
-        executor = Executor(records=self.records, gate=gate, claimer=claimer, clock=self.clock)
-        tick = Tick(builder=builder, executor=executor, claimer=claimer)
-        return _Parts(
-            github=github, builder=builder, gate=gate, turns=turns, claimer=claimer, tick=tick
+        return build_parts(
+            shared,
+            self.view,
+            token=token,
+            agents=lambda: self.agents,
+            repo_source=self.repo_source,
+            lease_ttl=lambda: self.cluster.ttl,
+            retry=self._github_retry,
         )
 
     def _build_agents(self, workflow: Workflow) -> None:
@@ -328,31 +287,10 @@ class Daemon:
         if self.agents.sandbox is not None:
             log_sandbox(self.agents.sandbox)
 
-    def _preflight(self) -> None:
-        """Check the token and the repository before acting (``rollout.preflight_required``)."""
-        required = self.view.policy.rollout.preflight_required
-        try:
-            login = self.parts.github.login
-            data = self.parts.github.client.request("GET", f"/repos/{self.view.repo}").data
-        except (GitHubError, RateLimited) as error:
-            if required:
-                self._close()
-                raise DaemonError(
-                    f"preflight: cannot read {self.view.repo} at "
-                    f"{self.view.policy.tracker.endpoint} "
-                    f"with the tracker token: {error}"
-                ) from None
-            log.warning("preflight_failed", error=str(error))
-            return
-        clone_url = str((data or {}).get("clone_url") or "")
-        if clone_url:
-            self._repo_source = self.parts.github.repo_source(clone_url)
-        log.info("preflight_passed", login=login, clone_url=clone_url)
-
     def repo_source(self) -> RepoSource:
         """Where workspaces clone the repository from (with the token as a header only)."""
         if self._repo_source is None:
-            self._repo_source = self.parts.github.repo_source(_guess_clone_url(self.view))
+            self._repo_source = self.parts.github.repo_source(guess_clone_url(self.view))
         return self._repo_source
 
     # =============================================================== control
@@ -627,7 +565,7 @@ class Daemon:
                 status=self.status,
                 control=self,
                 token=server.token,
-                html_base=_html_base(self.view),
+                html_base=web_base(self.view),
             )
         except OSError as error:
             raise DaemonError(f"server.port: cannot serve the dashboard: {error}") from None
@@ -719,15 +657,9 @@ class Daemon:
         self._close()
 
     def _close(self) -> None:
-        try:
-            self.db.close()
-        finally:
-            self._release_lock()
-
-    def _release_lock(self) -> None:
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
+        store, self._store = self._store, None
+        if store is not None:
+            store.close()
 
     # ================================================================ status
 
@@ -776,22 +708,3 @@ class Daemon:
     def wait_idle(self, timeout_s: float) -> bool:
         """Wait until no agent turn runs (tests and ``--once`` drive ticks this way)."""
         return self.pool.wait_idle(timeout_s)
-
-
-def _html_base(view: PolicyView) -> str:
-    """Where GitHub's web pages are, for the dashboard's links."""
-    endpoint = view.policy.tracker.endpoint.rstrip("/")
-    if endpoint == "https://api.github.com":
-        return "https://github.com"
-    if endpoint.endswith("/api/v3"):
-        return endpoint[: -len("/api/v3")]
-    return endpoint
-
-
-def _guess_clone_url(view: PolicyView) -> str:
-    endpoint = view.policy.tracker.endpoint.rstrip("/")
-    if endpoint == "https://api.github.com":
-        return f"https://github.com/{view.repo}.git"
-    if endpoint.endswith("/api/v3"):
-        return f"{endpoint[: -len('/api/v3')]}/{view.repo}.git"
-    return f"{endpoint}/{view.repo}.git"

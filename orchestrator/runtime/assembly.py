@@ -1,0 +1,195 @@
+"""How the daemon's parts are made: the store it opens, the parts of a tick, the checks before.
+
+Each function takes what it needs and returns the part, so the daemon itself
+only composes them (and start-up errors come back as :class:`AssemblyError`,
+one line naming what is wrong and what to do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from sqlalchemy.engine import make_url
+
+from orchestrator.agent import RepoSource
+from orchestrator.github.accounting import Accounting
+from orchestrator.github.errors import GitHubError, RateLimited
+from orchestrator.github.retry import RetryPolicy
+from orchestrator.logs import get_logger
+from orchestrator.runtime.claimer import TurnClaimer
+from orchestrator.runtime.executor import Executor
+from orchestrator.runtime.gate import SideEffectGate
+from orchestrator.runtime.gather import SnapshotBuilder
+from orchestrator.runtime.instance_lock import InstanceLock
+from orchestrator.runtime.records import RecordStore
+from orchestrator.runtime.switches import SwitchBoard
+from orchestrator.runtime.tick import Tick
+from orchestrator.runtime.turns import TurnRunner
+from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView, tracker_settings
+from orchestrator.runtime.workers import WorkerPool
+from orchestrator.runtime.writes import GitHubWrites
+from orchestrator.store.database import Database
+from orchestrator.store.engine import describe_url, is_sqlite, sqlite_path
+from orchestrator.store.outage import DatabaseHealth
+from orchestrator.store.sqlite_faults import StorageFault, describe_storage_error
+
+log = get_logger(__name__)
+
+
+class AssemblyError(RuntimeError):
+    """A part could not be made; the message says why and what to do."""
+
+
+@dataclass
+class Parts:
+    """What is rebuilt when the GitHub access changes (a new endpoint or token)."""
+
+    github: GitHubAccess
+    builder: SnapshotBuilder
+    gate: SideEffectGate
+    turns: TurnRunner
+    claimer: TurnClaimer
+    tick: Tick
+
+
+@dataclass(frozen=True)
+class Store:
+    """The open database, and the single-daemon lock held on its file (SQLite)."""
+
+    db: Database
+    lock: InstanceLock | None
+
+    def close(self) -> None:
+        try:
+            self.db.close()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+
+
+def open_store(url: str) -> Store:
+    """Lock the SQLite file (one daemon per file), then open and migrate the database."""
+    lock: InstanceLock | None = None
+    if is_sqlite(url):
+        database = make_url(url).database
+        if database and database != ":memory:":
+            lock = InstanceLock(Path(database))
+            try:
+                lock.acquire()
+            except StorageFault as error:
+                raise AssemblyError(str(error)) from None
+    try:
+        return Store(Database.open(url), lock)
+    except Exception as error:
+        if lock is not None:
+            lock.release()
+        message = f"cannot open the database {describe_url(url)}: {error}"
+        raise AssemblyError(describe_storage_error(error, sqlite_path(url)) or message) from None
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What every part of one daemon shares."""
+
+    db: Database
+    records: RecordStore
+    switches: SwitchBoard
+    pool: WorkerPool
+    accounting: Accounting
+    health: DatabaseHealth
+    replica_id: str
+    clock: Callable[[], datetime]
+
+
+def build_parts(
+    shared: Shared,
+    view: PolicyView,
+    *,
+    token: str,
+    agents: Callable[[], AgentWiring],
+    repo_source: Callable[[], RepoSource],
+    lease_ttl: Callable[[], timedelta],
+    retry: RetryPolicy | None,
+) -> Parts:
+    """The GitHub access and everything a tick and a turn use, for ``view``'s policy."""
+    policy = view.policy
+    github = GitHubAccess(
+        endpoint=policy.tracker.endpoint,
+        token=token,
+        cache=shared.db.http_cache,
+        accounting=shared.accounting,
+        tracker=tracker_settings(policy, view.flow),
+        retry=retry,
+    )
+    builder = SnapshotBuilder(github, shared.records, shared.switches)
+    writes = GitHubWrites(github, agents, repo_source)
+    gate = SideEffectGate(
+        db=shared.db,
+        records=shared.records,
+        switches=shared.switches,
+        writes=writes,
+        github=github,
+        clock=shared.clock,
+    )
+    turns = TurnRunner(
+        db=shared.db,
+        records=shared.records,
+        github=github,
+        gate=gate,
+        switches=shared.switches,
+        pool=shared.pool,
+        replica_id=shared.replica_id,
+        clock=shared.clock,
+        health=shared.health,
+    )
+    claimer = TurnClaimer(
+        db=shared.db,
+        records=shared.records,
+        pool=shared.pool,
+        replica_id=shared.replica_id,
+        lease_ttl=lease_ttl,
+        clock=shared.clock,
+    )
+    executor = Executor(records=shared.records, gate=gate, claimer=claimer, clock=shared.clock)
+    tick = Tick(builder=builder, executor=executor, claimer=claimer)
+    return Parts(github=github, builder=builder, gate=gate, turns=turns, claimer=claimer, tick=tick)
+
+
+def preflight(github: GitHubAccess, view: PolicyView) -> RepoSource | None:
+    """Check the token and the repository; where to clone from, when GitHub says.
+
+    Raises :class:`AssemblyError` when the check fails and the policy requires it
+    (``rollout.preflight_required``); otherwise the failure is logged.
+    """
+    try:
+        login = github.login
+        data = github.client.request("GET", f"/repos/{view.repo}").data
+    except (GitHubError, RateLimited) as error:
+        if view.policy.rollout.preflight_required:
+            raise AssemblyError(
+                f"preflight: cannot read {view.repo} at {view.policy.tracker.endpoint} "
+                f"with the tracker token: {error}"
+            ) from None
+        log.warning("preflight_failed", error=str(error))
+        return None
+    clone_url = str((data or {}).get("clone_url") or "")
+    log.info("preflight_passed", login=login, clone_url=clone_url)
+    return github.repo_source(clone_url) if clone_url else None
+
+
+def guess_clone_url(view: PolicyView) -> str:
+    """The repository's clone URL, from the tracker's endpoint (when preflight did not say)."""
+    return f"{web_base(view)}/{view.repo}.git"
+
+
+def web_base(view: PolicyView) -> str:
+    """Where GitHub's web pages are, for the dashboard's links and clone URLs."""
+    endpoint = view.policy.tracker.endpoint.rstrip("/")
+    if endpoint == "https://api.github.com":
+        return "https://github.com"
+    if endpoint.endswith("/api/v3"):
+        return endpoint[: -len("/api/v3")]
+    return endpoint
