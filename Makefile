@@ -7,6 +7,9 @@ CONTRACTS := .cache/contracts
 OPENAPI_VERSION := 23.0.2
 GRAPHQL_SCHEMA_VERSION := 15.26.1
 PYTEST_ARGS ?=
+# Two workers, a test file at a time, the longest files first (tests/conftest.py);
+# `make test PYTEST_PARALLEL=` runs the suite in one process.
+PYTEST_PARALLEL ?= -n 2 --dist loadfile --no-loadscope-reorder
 
 .PHONY: all demo test lint bench contracts postgres-server systemd-tools sandbox-tools browser clean
 
@@ -68,7 +71,7 @@ demo: $(STAMP)
 
 test: $(STAMP) contracts postgres-server systemd-tools sandbox-tools browser
 	ORCHESTRATOR_REQUIRE_PG=1 ORCHESTRATOR_REQUIRE_SYSTEMD=1 ORCHESTRATOR_REQUIRE_BROWSER=1 \
-	  ORCHESTRATOR_REQUIRE_SANDBOX=1 bash tests/support/with-postgres.sh $(BIN)/python -m pytest $(PYTEST_ARGS)
+	  ORCHESTRATOR_REQUIRE_SANDBOX=1 bash tests/support/with-postgres.sh $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -15,6 +15,27 @@ from orchestrator.store.database import Database
 
 PG_URL_ENV = "ORCHESTRATOR_TEST_PG_URL"
 
+# The longest test files, longest first. `make test` runs the suite on two pytest-xdist
+# workers a file at a time, in collection order: starting these first keeps one of them
+# from being the last thing left running while the other worker sits idle.
+LONGEST_FIRST = (
+    "tests/property/test_merge_oracle.py",
+    "tests/e2e/test_chaos_kills.py",
+    "tests/replicas/test_cluster_chaos.py",
+    "tests/replicas/test_replicas.py",
+    "tests/replicas/test_cluster_bench.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {path: index for index, path in enumerate(LONGEST_FIRST)}
+    root = config.rootpath
+
+    def order(item: pytest.Item) -> int:
+        return rank.get(item.path.relative_to(root).as_posix(), len(rank))
+
+    items.sort(key=order)
+
 
 def _pg_server_url() -> str | None:
     url = os.environ.get(PG_URL_ENV)

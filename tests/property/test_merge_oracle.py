@@ -23,7 +23,7 @@ was the head) with no writer's change request outstanding, and no stop switch
 was set when the merge was called. Merging is never required (liveness is not
 the property); at most one merge and one pull request are.
 
-``ORACLE_EXAMPLES`` sets the number of examples (200 by default, what
+``ORACLE_EXAMPLES`` sets the number of examples (500 by default, what
 ``make test`` runs); ``ORACLE_SEED`` picks another deterministic sequence;
 ``ORACLE_SHRINK_SECONDS`` bounds the shrinking of a failure (60 by default).
 Run with ``-s`` to see the time taken.
@@ -63,7 +63,7 @@ from tests.property.world import (
     scratch_dir,
 )
 
-MAX_EXAMPLES = int(os.environ.get("ORACLE_EXAMPLES", "200"))
+MAX_EXAMPLES = int(os.environ.get("ORACLE_EXAMPLES", "500"))
 SEED = int(os.environ.get("ORACLE_SEED", "20251124"))
 SHRINK_SECONDS = int(os.environ.get("ORACLE_SHRINK_SECONDS", "60"))
 MAX_STEPS = 4

@@ -61,10 +61,12 @@ def lock_file_message(pid: int, lock_file: Path) -> str:
 
 
 def posix_locks_of(pid: int, database: Path) -> list[str]:
+    """The POSIX locks ``pid`` holds on the file, without the table's ordinal numbers
+    (which shift whenever any other process on the machine takes or drops a lock)."""
     stat = database.stat()
     identity = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
     return [
-        line
+        line.split(":", 1)[1].strip()
         for line in Path("/proc/locks").read_text().splitlines()
         if " POSIX " in line and f" {pid} {identity} " in line
     ]
