@@ -9,6 +9,12 @@ from orchestrator.domain.flow import IssueContext
 from orchestrator.domain.gates import current_approval, stale_approval_labels
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import TrackerState
+from orchestrator.domain.pr_body import (
+    Body,
+    closes_tracked,
+    drop_foreign_closing,
+    restore_template_headings,
+)
 from orchestrator.domain.results import GITHUB_BODY_LIMIT, BlockedQuestion, PRDescription, Review
 from orchestrator.domain.review import ThreadReply, render_review_comment
 from orchestrator.domain.snapshot import AgentOutcome, PRStatus, PullRequest
@@ -49,26 +55,33 @@ def push_branch(ctx: IssueContext, head_sha: str, purpose: str) -> SideEffect:
     )
 
 
-def _with_closing_line(ctx: IssueContext, body: str) -> str:
-    closing = f"Closes #{ctx.ref.number}"
-    if ctx.policy.pr.closes_issue and closing.lower() not in body.lower():
-        body = f"{body}\n\n{closing}"
-    if len(body) > GITHUB_BODY_LIMIT:
-        notice = "\n\n(description truncated)"
-        body = body[: GITHUB_BODY_LIMIT - len(notice)] + notice
-    return body
+def pr_body(ctx: IssueContext, outcome: AgentOutcome | None) -> Body:
+    """The pull request body: the agent's description (else a short default), kept honest.
 
-
-def pr_body(ctx: IssueContext, outcome: AgentOutcome | None) -> str:
-    """The pull request body: the agent's description, else a short default."""
+    Closing keywords naming other issues are dropped, the template's missing
+    headings restored and ``Closes #N`` added (see :mod:`orchestrator.domain.pr_body`).
+    """
     if outcome is not None and isinstance(outcome.pr_description, PRDescription):
-        return _with_closing_line(ctx, outcome.pr_description.body)
-    return _with_closing_line(ctx, f"Work on #{ctx.ref.number}: {ctx.item.issue.title}")
+        text = outcome.pr_description.body
+    else:
+        text = f"Work on #{ctx.ref.number}: {ctx.item.issue.title}"
+    honest = drop_foreign_closing(text, ctx.ref.repo, ctx.ref.number)
+    text, notes = honest.text, list(honest.notes)
+    if outcome is not None and outcome.pr_template:
+        restored = restore_template_headings(text, outcome.pr_template)
+        text, notes = restored.text, notes + list(restored.notes)
+    if ctx.policy.pr.closes_issue and not closes_tracked(text, ctx.ref.repo, ctx.ref.number):
+        text = f"{text}\n\nCloses #{ctx.ref.number}"
+    if len(text) > GITHUB_BODY_LIMIT:
+        notice = "\n\n(description truncated)"
+        text = text[: GITHUB_BODY_LIMIT - len(notice)] + notice
+    return Body(text, tuple(notes))
 
 
 def create_pr(ctx: IssueContext, outcome: AgentOutcome) -> SideEffect:
     """Find or create the pull request for the issue branch."""
     branch = branch_for(ctx)
+    body = pr_body(ctx, outcome)
     return side_effect(
         ctx.ref,
         SideEffectKind.CREATE_PR,
@@ -76,23 +89,31 @@ def create_pr(ctx: IssueContext, outcome: AgentOutcome) -> SideEffect:
         branch=branch,
         base=ctx.policy.pr.base_branch,
         title=ctx.item.issue.title,
-        body=pr_body(ctx, outcome),
+        body=body.text,
+        notes=body.notes,
         draft=ctx.policy.pr.draft,
     )
 
 
 def update_pr_body(ctx: IssueContext, pr: PullRequest, outcome: AgentOutcome) -> SideEffect | None:
-    """Rewrite the PR description from the agent's new ``pr-description.md``, if it left one."""
+    """Rewrite the PR description from the agent's new ``pr-description.md``, if it left one.
+
+    ``previous`` is the body as the runtime last wrote it: the writer keeps what
+    people changed since (:func:`~orchestrator.domain.pr_body.merge_human_edits`).
+    """
     if not ctx.policy.pr.update_description or not isinstance(
         outcome.pr_description, PRDescription
     ):
         return None
+    body = pr_body(ctx, outcome)
     return side_effect(
         ctx.ref,
         SideEffectKind.UPDATE_PR_BODY,
         f"{pr.number}:{outcome.run_id}",
         pr_number=pr.number,
-        body=pr_body(ctx, outcome),
+        body=body.text,
+        notes=body.notes,
+        previous=ctx.record.pr_body,
     )
 
 

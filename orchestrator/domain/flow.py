@@ -17,7 +17,7 @@ from orchestrator.domain.actions import (
     Transition,
     side_effect,
 )
-from orchestrator.domain.gates import Gates, qualifies_as_human
+from orchestrator.domain.gates import Gates, approved_since, qualifies_as_human
 from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMode, WaitingReason
 from orchestrator.domain.policy import FlowPolicy, ReviewActOn
 from orchestrator.domain.results import GITHUB_BODY_LIMIT
@@ -229,7 +229,8 @@ def pr_feedback(ctx: IssueContext, pr: PullRequest) -> Feedback:
     awaiting: list[ReviewThread] = []
     for thread in open_threads:
         if last_word_is_ours(thread, ctx.self_login, act_on):
-            awaiting.append(thread)
+            if not _settled_by_approval(ctx, thread):
+                awaiting.append(thread)
         elif thread.id in bouncing_ids:
             bouncing.append(thread)
         else:
@@ -245,6 +246,19 @@ def pr_feedback(ctx: IssueContext, pr: PullRequest) -> Feedback:
         for verdict, sha in latest.values()
     )
     return Feedback(tuple(actionable), tuple(bouncing), tuple(awaiting), changes)
+
+
+def _settled_by_approval(ctx: IssueContext, thread: ReviewThread) -> bool:
+    """A thread held for a human that a qualified human's approval of the head settled.
+
+    The approval must come after the daemon's last word on the thread: approving
+    the head is the human's decision to take it as it is.
+    """
+    held_at = next(
+        (c.created_at for c in reversed(thread.comments) if is_self(c.author, ctx.self_login)),
+        thread.last_comment_at,
+    )
+    return held_at is not None and approved_since(ctx.item, ctx.policy, ctx.self_login, held_at)
 
 
 def pr_is_gone(pr: PullRequest | None) -> bool:

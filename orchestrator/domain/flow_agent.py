@@ -25,6 +25,7 @@ from orchestrator.domain.outcomes import (
     blocked_question,
     failure_reason,
     fresh_outcome,
+    threads_to_answer,
     turn_failure,
 )
 from orchestrator.domain.phases import GateValue, Phase, WaitingReason
@@ -37,8 +38,7 @@ from orchestrator.domain.review import (
     needs_fix_pass,
     passes_in_lineage,
 )
-from orchestrator.domain.snapshot import AgentOutcome, OutcomeKind, PullRequest
-from orchestrator.domain.trust import trusted_threads
+from orchestrator.domain.snapshot import AgentOutcome, OutcomeKind, PullRequest, ReviewThread
 
 
 def decide_agent_phase(ctx: IssueContext) -> IssueDecision:
@@ -156,13 +156,25 @@ def _after_failure(ctx: IssueContext, outcome: AgentOutcome, failure: str) -> Is
         max_failures=ctx.policy.max_failed_attempts,
     )
     if decision.kind is RetryKind.GIVE_UP:
-        return move(
+        reason = failure_reason(outcome)
+        blocked = move(
             ctx,
             Phase.BLOCKED,
             f"{ctx.record.attempt} failed turns: {failure}",
-            failure_reason(outcome),
+            reason,
             next_action="ask a human: the agent keeps failing",
         )
+        blocked.effects.append(
+            effects.post_comment(
+                ctx,
+                f"failed:{outcome.run_id}",
+                f"{effects.BLOCKED_COMMENT_MARKER}\n**The agent needs a human ({reason}).**"
+                f"\n\n{ctx.record.attempt} {ctx.phase} turns in a row failed. The last one: "
+                f"{' '.join(failure.split())[:500]}\n\nFix the cause, then reply here or ask an "
+                "operator to resume the issue.",
+            )
+        )
+        return blocked
     due = ctx.record.retry_due_at or decision.due_at
     if not is_due(due, ctx.now):
         return wait(ctx, f"retry {ctx.phase} after {due} ({failure})")
@@ -277,6 +289,9 @@ def _after_rework(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
     summary = outcome.fix_summary
     assert isinstance(summary, FixSummary) and ctx.pr is not None
     pr: PullRequest = ctx.pr
+    stale = _stale_rework(ctx, pr, outcome)
+    if stale is not None:
+        return stale
     pending: list[SideEffect] = []
     if outcome.committed and not _pushed(ctx, outcome):
         assert outcome.head_after is not None
@@ -284,9 +299,10 @@ def _after_rework(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
     # The finished turn's own answers are already the newest iteration of the history.
     history = ctx.record.thread_history
     this_turn = max((entry.iteration for entry in history), default=None)
-    # Only threads the agent was given as work are answered: an untrusted thread
-    # (review.act_on) named in the summary is ignored, never replied to or resolved.
-    given = trusted_threads(pr.threads, ctx.policy.review.act_on, ctx.self_login)
+    # Only threads the agent was given as work are answered: a thread held for a
+    # human, or an untrusted one (review.act_on), named in the summary is ignored,
+    # never replied to or resolved.
+    given = _given_threads(ctx, pr, outcome)
     bounces = bounce_counts(history, given, before_iteration=this_turn)
     evaluation = evaluate_fix_summary(
         summary,
@@ -294,6 +310,7 @@ def _after_rework(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
         committed=outcome.committed,
         bounces=bounces,
         bounce_threshold=ctx.policy.review.bounce_threshold,
+        commits=outcome.commits,
     )
     for reply in evaluation.replies:
         pending.extend(effects.thread_effects(ctx, reply, outcome.run_id))
@@ -325,6 +342,51 @@ def _after_rework(ctx: IssueContext, outcome: AgentOutcome) -> IssueDecision:
             next_action="wait for a human to decide the open review threads",
         )
     return move(ctx, Phase.WAITING_FOR_CHECKS, "rework_done", WaitingReason.CHECKS_PENDING)
+
+
+def _stale_rework(
+    ctx: IssueContext, pr: PullRequest, outcome: AgentOutcome
+) -> IssueDecision | None:
+    """Discard a finished rework whose reason went away while the agent worked.
+
+    A failing check that passed on a rerun during the turn (or a change request
+    withdrawn) leaves nothing to fix: the turn's commits are not pushed, the
+    rework cycle is not counted, and the next turn starts from the PR's head.
+    A turn given review threads is never discarded: its answers are owed. While
+    a check runs again, the result waits for its verdict.
+    """
+    if not outcome.committed or pr.head_sha != outcome.head_before or outcome.given_threads:
+        return None
+    if checks_running(pr):
+        return wait(ctx, "wait for the running checks before pushing the rework")
+    if rework_reason(ctx, pr, pr_feedback(ctx, pr)) is not None:
+        return None
+    decision = move(
+        ctx,
+        Phase.WAITING_FOR_CHECKS,
+        "the failure that started the rework is gone; the turn's commits are discarded",
+        WaitingReason.CHECKS_PENDING,
+        next_action="wait for checks on the current head",
+    )
+    assert decision.transition is not None
+    decision.transition = replace(decision.transition, withdraws_rework=True)
+    return decision
+
+
+def _given_threads(
+    ctx: IssueContext, pr: PullRequest, outcome: AgentOutcome
+) -> tuple[ReviewThread, ...]:
+    """The PR's threads the turn was given as work, as recorded when it ended.
+
+    An outcome recorded before the runtime kept that list falls back to the
+    threads a turn would be given now.
+    """
+    if outcome.given_threads is not None:
+        given = frozenset(outcome.given_threads)
+        return tuple(t for t in pr.threads if t.id in given)
+    return threads_to_answer(
+        pr.threads, ctx.record.thread_history, ctx.policy.review, ctx.self_login
+    )
 
 
 def _ignored_note(evaluation: FixEvaluation) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from functools import lru_cache
 from types import MappingProxyType
@@ -286,6 +287,44 @@ def current_approval(item: IssueSnapshot, policy: FlowPolicy, self_login: str | 
             if verdict is ReviewVerdict.APPROVED and sha == pr.head_sha:
                 logins.add(login)
     return Approval(tuple(sorted(logins)), tuple(sorted(labels)))
+
+
+def approved_since(
+    item: IssueSnapshot, policy: FlowPolicy, self_login: str | None, since: datetime
+) -> bool:
+    """A qualified human approved the current head after ``since`` (GitHub's clock).
+
+    The approval counts through the policy's approval source, as for the merge:
+    an approval label added after the head appeared, or an approving review of
+    the head that is its author's latest verdict.
+    """
+    source = policy.merge.approval_source
+    if source in (ApprovalSource.LABEL, ApprovalSource.LABEL_OR_REVIEW):
+        sighting = head_sighting(item)
+        for _, present, events in _label_places(item):
+            for label in policy.approval_labels & present:
+                latest = _latest_event(label, events)
+                if (
+                    latest is not None
+                    and latest.at > since
+                    and _label_approves_head(label, events, self_login, sighting)
+                ):
+                    return True
+    pr = item.pr
+    if source in (ApprovalSource.REVIEW, ApprovalSource.LABEL_OR_REVIEW) and approved_by_review(
+        pr, self_login
+    ):
+        assert pr is not None
+        latest_verdicts = _latest_verdicts(pr, self_login)
+        return any(
+            review.verdict is ReviewVerdict.APPROVED
+            and review.commit_sha == pr.head_sha
+            and review.submitted_at > since
+            and latest_verdicts.get(review.author.login.lower())
+            == (ReviewVerdict.APPROVED, pr.head_sha)
+            for review in pr.reviews
+        )
+    return False
 
 
 def human_approval_gate(

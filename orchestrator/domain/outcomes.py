@@ -17,7 +17,7 @@ from orchestrator.domain.results import (
     ResultError,
     Review,
 )
-from orchestrator.domain.review import bouncing_threads
+from orchestrator.domain.review import bouncing_threads, unproven_fixes
 from orchestrator.domain.snapshot import (
     AgentOutcome,
     OutcomeKind,
@@ -122,13 +122,21 @@ def threads_to_answer(
 
 
 def rework_contract_error(
-    outcome: AgentOutcome, required: Iterable[ReviewThread], published_head: str | None
+    outcome: AgentOutcome,
+    required: Iterable[ReviewThread],
+    published_head: str | None,
+    *,
+    prove_fixes: bool = True,
 ) -> str | None:
     """Why a rework turn's results do not match what it did, or None when they do.
 
     ``published_head`` is the pull request's head when the turn started: a commit is
-    new when the turn ends on another head.
+    new when the turn ends on another head. With ``prove_fixes`` (the turn is not
+    already the continuation of such a miss), a thread marked fixed must be backed
+    by a commit of the turn that changes its file; on the continuation an unproven
+    claim is no longer a broken contract: it is answered as uncertain.
     """
+    required = tuple(required)
     if outcome.kind is not OutcomeKind.SUCCEEDED or outcome.phase is not Phase.REWORK:
         return None
     if isinstance(outcome.blocked, BlockedQuestion):
@@ -154,4 +162,13 @@ def rework_contract_error(
             "fix-summary.json: " + ", ".join(claimed) + " marked fixed, but the turn made no "
             "commit; commit the fix or change the status"
         )
+    if prove_fixes and outcome.commits is not None:
+        problems = unproven_fixes(summary, required, outcome.commits)
+        if problems:
+            shown = "; ".join(problems[:5])
+            more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+            return (
+                f"fix-summary.json: {shown}{more}; name a commit of this turn that changes "
+                "the thread's file, or change the status"
+            )
     return None

@@ -25,7 +25,6 @@ from orchestrator.domain.snapshot import (
     StoredRecord,
     ThreadHistoryEntry,
 )
-from orchestrator.domain.trust import thread_trusted
 from orchestrator.domain.workpad import (
     PRRef,
     ReviewState,
@@ -60,15 +59,26 @@ def apply_transition(record: StoredRecord, transition: Transition, now: datetime
     cycles = record.rework_cycles
     if to_phase is Phase.REWORK and record.phase in _REWORK_ENTRY_FROM:
         cycles += 1
+    last = record.last_outcome
     if transition.withdraws_rework and record.phase is Phase.REWORK:
         cycles = max(0, cycles - 1)
+        if (
+            last is not None
+            and last.phase is Phase.REWORK
+            and last.committed
+            and last.finished_at >= record.phase_since
+        ):
+            # The turn's commits are never pushed: the next turn starts from the PR's head.
+            last = replace(last, discarded=True)
     resume = record.resume_phase
     if to_phase is Phase.BLOCKED:
         resume = record.phase
     elif record.phase is Phase.BLOCKED:
         resume = None
+    # A blocked issue says why in one line: the failure, question or fact that stopped it.
+    detail = " ".join(transition.reason.split())[:300] if to_phase is Phase.BLOCKED else None
     workpad = replace(
-        record.workpad.with_phase(to_phase, transition.waiting_reason, now),
+        record.workpad.with_phase(to_phase, transition.waiting_reason, now, detail),
         rework_cycles=cycles,
     )
     return replace(
@@ -82,6 +92,7 @@ def apply_transition(record: StoredRecord, transition: Transition, now: datetime
         retry_due_at=None,
         attempt=0,
         operator_request=None if record.phase is Phase.BLOCKED else record.operator_request,
+        last_outcome=last,
     )
 
 
@@ -150,6 +161,9 @@ def apply_effect_result(
             workpad = replace(
                 workpad, pr=PRRef(number=number, url=url, head_sha=_text(result.data, "head_sha"))
             )
+        record, workpad = _body_written(record, workpad, result)
+    elif kind is SideEffectKind.UPDATE_PR_BODY:
+        record, workpad = _body_written(record, workpad, result)
     elif kind is SideEffectKind.UPSERT_REVIEW_COMMENT:
         workpad = replace(workpad, review=_after_review_comment(workpad.review, payload, result))
     elif kind is SideEffectKind.UPSERT_WORKPAD:
@@ -168,6 +182,17 @@ def apply_effect_result(
         workpad=workpad,
         completed_effects=record.completed_effects | {effect.idempotency_key},
     )
+
+
+def _body_written(
+    record: StoredRecord, workpad: WorkpadRecord, result: EffectResult
+) -> tuple[StoredRecord, WorkpadRecord]:
+    """Keep the description the runtime wrote, and what it changed in the agent's text."""
+    body = _text(result.data, "body")
+    if body is None:
+        return record, workpad
+    notes = _text(result.data, "notes")
+    return replace(record, pr_body=body), replace(workpad, pr_description_notes=notes)
 
 
 def _commits_lost(record: StoredRecord, head: str, now: datetime) -> StoredRecord:
@@ -247,9 +272,11 @@ def record_outcome(
     if outcome.phase is Phase.REWORK and isinstance(outcome.fix_summary, FixSummary):
         iteration = 1 + max((e.iteration for e in history), default=0)
         additions = []
+        given = frozenset(outcome.given_threads or ())
         for thread in threads:
-            # Only the threads the turn was given as work (review.act_on) enter the history.
-            if thread.is_resolved or not thread_trusted(thread, policy.review.act_on, self_login):
+            # Only the threads the turn was given as work enter the history: not a
+            # thread held for a human, nor one whose author does not count (act_on).
+            if thread.id not in given:
                 continue
             entry = outcome.fix_summary.for_target(FixTargetKind.THREAD, thread.id)
             additions.append(
@@ -289,5 +316,16 @@ def _checked_rework(
     if published is not None and outcome.head_after is not None and not outcome.committed:
         outcome = replace(outcome, head_before=published)
     required = threads_to_answer(threads, record.thread_history, policy.review, self_login)
-    error = rework_contract_error(outcome, required, published or outcome.head_before)
-    return replace(outcome, contract_error=error)
+    # A turn continuing a broken contract had its one chance to back its "fixed"
+    # claims: an unproven claim is now answered as uncertain, not continued again.
+    previous = record.last_outcome
+    continued = (
+        record.attempt > 0
+        and previous is not None
+        and previous.phase is Phase.REWORK
+        and previous.contract_error is not None
+    )
+    error = rework_contract_error(
+        outcome, required, published or outcome.head_before, prove_fixes=not continued
+    )
+    return replace(outcome, contract_error=error, given_threads=tuple(t.id for t in required))

@@ -23,7 +23,7 @@ from orchestrator.domain.results import (
     FixTargetKind,
     Review,
 )
-from orchestrator.domain.snapshot import ReviewThread, ThreadHistoryEntry
+from orchestrator.domain.snapshot import ReviewThread, ThreadHistoryEntry, TurnCommit
 from orchestrator.domain.workpad import ReviewState
 
 REVIEW_COMMENT_MARKER = "<!-- orchestrator-review-comment -->"
@@ -98,6 +98,55 @@ class FixEvaluation:
     ignored: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True)
+class FixProof:
+    """Whether a thread's ``fixed`` claim is backed by a commit of the turn.
+
+    ``commit`` is the commit that proves it; ``problem`` says in one line why
+    nothing does.
+    """
+
+    commit: str | None
+    problem: str | None = None
+
+
+def prove_fix(entry: FixEntry, path: str | None, commits: tuple[TurnCommit, ...]) -> FixProof:
+    """Check a ``fixed`` claim against the commits the turn made (oldest first).
+
+    The claim holds when the commit it names (or, when it names none, the
+    turn's latest commit that does) was made in this turn and changes the file
+    the thread is on. A thread on no file is proven by any commit of the turn.
+    """
+    touching = [c for c in commits if path is None or path in c.paths]
+    if entry.commit is not None:
+        named = next((c for c in commits if c.sha.startswith(entry.commit)), None)
+        if named is None:
+            return FixProof(None, f"{entry.commit[:12]} is not a commit of this turn")
+        if named not in touching:
+            return FixProof(None, f"{entry.commit[:12]} does not change {path}")
+        return FixProof(named.sha)
+    if touching:
+        return FixProof(touching[-1].sha)
+    if not commits:
+        return FixProof(None, "the turn made no commit")
+    return FixProof(None, f"no commit of this turn changes {path}")
+
+
+def unproven_fixes(
+    summary: FixSummary, threads: Iterable[ReviewThread], commits: tuple[TurnCommit, ...]
+) -> tuple[str, ...]:
+    """One line per thread of ``threads`` claimed fixed without a commit of the turn to show."""
+    problems = []
+    for thread in threads:
+        entry = summary.for_target(FixTargetKind.THREAD, thread.id)
+        if entry is None or entry.status is not FixStatus.FIXED:
+            continue
+        proof = prove_fix(entry, thread.path, commits)
+        if proof.problem is not None:
+            problems.append(f"thread {thread.id} marked fixed, but {proof.problem}")
+    return tuple(problems)
+
+
 def evaluate_fix_summary(
     summary: FixSummary,
     threads: Iterable[ReviewThread],
@@ -105,6 +154,7 @@ def evaluate_fix_summary(
     committed: bool,
     bounces: Mapping[str, int] | None = None,
     bounce_threshold: int = 2,
+    commits: tuple[TurnCommit, ...] | None = None,
 ) -> FixEvaluation:
     """Turn the agent's per-thread statuses into replies and resolutions.
 
@@ -113,9 +163,10 @@ def evaluate_fix_summary(
     thread the agent saw only as context) is listed in ``ignored`` and never gets a
     reply or a resolution.
 
-    A thread claimed fixed although the turn made no commit, and a thread that
-    bounced ``bounce_threshold`` times, are treated as uncertain: replied to and
-    left open for a human.
+    A thread claimed fixed without proof (no commit, or, when ``commits`` is
+    known, no commit of the turn that changes the thread's file: see
+    :func:`prove_fix`), and a thread that bounced ``bounce_threshold`` times, are
+    treated as uncertain: replied to and left open for a human.
     """
     bounces = bounces or {}
     replies: list[ThreadReply] = []
@@ -130,7 +181,10 @@ def evaluate_fix_summary(
         if entry is None:
             unaddressed.append(thread.id)
             continue
-        reply = _reply_for(entry, committed, bounces.get(thread.id, 0), bounce_threshold)
+        proof = None
+        if entry.status is FixStatus.FIXED and commits is not None:
+            proof = prove_fix(entry, thread.path, commits)
+        reply = _reply_for(entry, committed, bounces.get(thread.id, 0), bounce_threshold, proof)
         replies.append(reply)
         if not reply.resolve:
             escalated.append(thread.id)
@@ -142,7 +196,9 @@ def evaluate_fix_summary(
     return FixEvaluation(tuple(replies), tuple(unaddressed), tuple(escalated), ignored)
 
 
-def _reply_for(entry: FixEntry, committed: bool, bounces: int, threshold: int) -> ThreadReply:
+def _reply_for(
+    entry: FixEntry, committed: bool, bounces: int, threshold: int, proof: FixProof | None
+) -> ThreadReply:
     if bounces >= threshold:
         return ThreadReply(
             entry.target,
@@ -152,6 +208,16 @@ def _reply_for(entry: FixEntry, committed: bool, bounces: int, threshold: int) -
             resolve=False,
         )
     if entry.status is FixStatus.FIXED:
+        if proof is not None:
+            if proof.commit is None:
+                return ThreadReply(
+                    entry.target,
+                    f"Needs a human check: reported fixed, but {proof.problem}.\n\n{entry.message}",
+                    resolve=False,
+                )
+            return ThreadReply(
+                entry.target, f"Addressed in {proof.commit[:12]}: {entry.message}", resolve=True
+            )
         if entry.commit is None and not committed:
             return ThreadReply(
                 entry.target,

@@ -98,6 +98,14 @@ class OutcomeKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class TurnCommit:
+    """A commit a turn made, with which of the files its review threads are on it changes."""
+
+    sha: str
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class AgentOutcome:
     """The recorded end of one agent turn, with the HEAD before and after and its result files."""
 
@@ -115,6 +123,15 @@ class AgentOutcome:
     # Why the result files break the turn's contract (a rework thread left unanswered,
     # "fixed" without a commit, commits without a fix summary); set when the turn is recorded.
     contract_error: str | None = None
+    # The review threads the turn was given as work (a rework turn; None: not recorded).
+    given_threads: tuple[str, ...] | None = None
+    # The commits the turn made, oldest first, each with the thread files it changes
+    # (None: not read). A thread's "fixed" claim is believed only on this evidence.
+    commits: tuple[TurnCommit, ...] | None = None
+    # The heading lines of the repository's pull request template on the base branch.
+    pr_template: tuple[str, ...] = ()
+    # The turn's commits were thrown away: what asked for the rework was gone when it ended.
+    discarded: bool = False
 
     @property
     def committed(self) -> bool:
@@ -180,6 +197,9 @@ class StoredRecord:
     # The pull request head the runtime saw last, and since when (kept in the database only:
     # it authorizes approvals, so it is never read back from the editable workpad comment).
     head_seen: HeadSighting | None = None
+    # The pull request body as the runtime last wrote it (None: not known), so that
+    # people's edits since are recognised and kept.
+    pr_body: str | None = None
 
 
 class PRStatus(StrEnum):

@@ -69,6 +69,8 @@ class WaitingState:
 
     reason: WaitingReason | None = None
     since: datetime | None = None
+    # Why, in one line, when the issue is blocked (the failure or question that stopped it).
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,14 +105,22 @@ class WorkpadRecord:
     waiting: WaitingState = field(default_factory=WaitingState)
     observation: Observation = field(default_factory=Observation)
     validation: Validation = field(default_factory=Validation)
+    # What the runtime changed in the agent's pull request description, in one line.
+    pr_description_notes: str | None = None
 
     def with_phase(
-        self, phase: Phase, reason: WaitingReason | None, since: datetime
+        self,
+        phase: Phase,
+        reason: WaitingReason | None,
+        since: datetime,
+        detail: str | None = None,
     ) -> WorkpadRecord:
-        """This record moved to ``phase``, waiting for ``reason`` from ``since``."""
-        waiting = WaitingState(reason=reason, since=since if reason is not None else None)
+        """This record in ``phase``, waiting for ``reason`` since ``since`` because ``detail``."""
+        waiting = WaitingState(
+            reason=reason, since=since if reason is not None else None, detail=detail
+        )
         if reason is not None and self.waiting.reason is reason:
-            waiting = self.waiting
+            waiting = replace(self.waiting, detail=detail)
         return replace(self, phase=phase, waiting=waiting)
 
 
@@ -285,6 +295,7 @@ _SECTION_KEYS: Mapping[str, frozenset[str]] = MappingProxyType(
                 "waiting",
                 "observation",
                 "validation",
+                "pr_description_notes",
             }
         ),
         "pr": frozenset({"number", "url", "head_sha"}),
@@ -300,7 +311,7 @@ _SECTION_KEYS: Mapping[str, frozenset[str]] = MappingProxyType(
                 "last_failure_reason",
             }
         ),
-        "waiting": frozenset({"reason", "since"}),
+        "waiting": frozenset({"reason", "since", "detail"}),
         "observation": frozenset(
             {"last_observed_at", "next_intended_action", "rollout_mode", "gates"}
         ),
@@ -411,13 +422,16 @@ def _decode_record(loaded: YamlValue, default_phase: Phase) -> WorkpadRecord:
         phase=top.choice("phase", Phase) or default_phase,
         rework_cycles=top.integer("rework_cycles", 0) or 0,
         branch=top.text("branch"),
+        pr_description_notes=top.text("pr_description_notes"),
         pr=pr_ref,
         review=_decode_review(review),
         merge=_decode_merge(merge),
         waiting=WaitingState()
         if waiting is None
         else WaitingState(
-            reason=waiting.choice("reason", WaitingReason), since=waiting.moment("since")
+            reason=waiting.choice("reason", WaitingReason),
+            since=waiting.moment("since"),
+            detail=waiting.text("detail"),
         ),
         observation=_decode_observation(observation),
         validation=Validation()
@@ -563,11 +577,13 @@ def _shortened(record: WorkpadRecord, excess: int) -> WorkpadRecord:
             last_merged_head_sha=cap(shorter.merge.last_merged_head_sha),
             last_failure_reason=cap(shorter.merge.last_failure_reason),
         ),
+        waiting=replace(shorter.waiting, detail=cap(shorter.waiting.detail)),
         observation=replace(
             shorter.observation,
             next_intended_action=cap(shorter.observation.next_intended_action),
         ),
         validation=Validation(summary=cap(shorter.validation.summary)),
+        pr_description_notes=cap(shorter.pr_description_notes),
     )
 
 
@@ -633,6 +649,7 @@ def _yaml_lines(record: WorkpadRecord) -> list[str]:
         "  waiting:",
         f"    reason: {_enum(record.waiting.reason)}",
         f"    since: {_moment(record.waiting.since)}",
+        f"    detail: {_text(record.waiting.detail)}",
         "  observation:",
         f"    last_observed_at: {_moment(record.observation.last_observed_at)}",
         f"    next_intended_action: {_text(record.observation.next_intended_action)}",
@@ -645,6 +662,7 @@ def _yaml_lines(record: WorkpadRecord) -> list[str]:
     else:
         lines.append("    gates: {}")
     lines += ["  validation:", f"    summary: {_text(record.validation.summary)}"]
+    lines.append(f"  pr_description_notes: {_text(record.pr_description_notes)}")
     return lines
 
 
@@ -655,12 +673,16 @@ def _summary_lines(record: WorkpadRecord) -> list[str]:
     if record.waiting.reason is not None:
         since = f" since {_moment(record.waiting.since)}" if record.waiting.since else ""
         lines.append(f"**Waiting:** `{record.waiting.reason}`{since}")
+        if record.waiting.detail:
+            lines.append(f"**Why:** {_one_line(record.waiting.detail)}")
     next_action = record.observation.next_intended_action
     if next_action:
         lines.append(f"**Next:** {_one_line(next_action)}")
     if record.pr is not None:
         head = f" at `{record.pr.head_sha[:12]}`" if record.pr.head_sha else ""
         lines.append(f"**Pull request:** #{record.pr.number}{head}")
+    if record.pr_description_notes:
+        lines.append(f"**Description:** {_one_line(record.pr_description_notes)}")
     if record.observation.gates:
         lines.append(
             "**Gates:** "

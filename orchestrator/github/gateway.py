@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -149,12 +149,19 @@ class GitHubGateway:
         except (GitHubError, RateLimited) as problem:
             return problem
 
-    def update_pr_body(self, repo: str, number: int, body: str) -> bool | Problem:
-        """Set the pull request's description; False when it already was that text."""
+    def update_pr_body(
+        self, repo: str, number: int, body: str | Callable[[str], str]
+    ) -> bool | Problem:
+        """Set the pull request's description; False when it already was that text.
+
+        ``body`` may be a function of the current description (to keep people's edits).
+        """
         try:
             current = PRInfo.from_rest(
                 self.client.request("GET", f"/repos/{repo}/pulls/{number}").data
             )
+            if callable(body):
+                body = body(current.body or "")
             if current.body == body:
                 return False
             self.client.request("PATCH", f"/repos/{repo}/pulls/{number}", body={"body": body})

@@ -34,6 +34,7 @@ from orchestrator.domain.snapshot import (
     OperatorRequest,
     StoredRecord,
     ThreadHistoryEntry,
+    TurnCommit,
 )
 from orchestrator.domain.workpad import (
     MergeState,
@@ -62,6 +63,7 @@ _CLASSES: Mapping[str, type[Any]] = MappingProxyType(
             Observation,
             Validation,
             AgentOutcome,
+            TurnCommit,
             OperatorRequest,
             ThreadHistoryEntry,
             Review,

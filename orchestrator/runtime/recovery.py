@@ -177,7 +177,7 @@ class IntentChecker:
         if isinstance(pr, RateLimited):
             raise pr
         if isinstance(pr, PRInfo) and pr.body == self._text(effect, "body"):
-            return _ok(changed=0)
+            return _ok(changed=0, body=pr.body)
         return None
 
 

@@ -48,11 +48,17 @@ def _no_filters(git: Callable[..., str]) -> list[str]:
 
 
 def sync_to_head(
-    workspaces: WorkspaceManager, workspace: Workspace, source: RepoSource, head_sha: str
+    workspaces: WorkspaceManager,
+    workspace: Workspace,
+    source: RepoSource,
+    head_sha: str,
+    discard: str | None = None,
 ) -> None:
     """Bring the workspace's branch to ``head_sha``, or past it with commits of its own.
 
-    Raises :class:`WorkspaceError` when ``head_sha`` cannot be fetched.
+    Commits up to ``discard`` (a discarded turn's head) are never kept: a
+    branch holding it is reset to ``head_sha``. Raises :class:`WorkspaceError`
+    when ``head_sha`` cannot be fetched.
     """
     env = workspaces.agent_git_env()
     path = workspace.path
@@ -84,7 +90,8 @@ def sync_to_head(
             f"the pull request's head {head_sha[:12]} is not on its branch {workspace.branch} "
             "(pushed over since the turn was planned?); the turn runs again from the new head"
         )
-    if ok("merge-base", "--is-ancestor", head_sha, local):
+    keeps_discarded = discard is not None and ok("merge-base", "--is-ancestor", discard, local)
+    if ok("merge-base", "--is-ancestor", head_sha, local) and not keeps_discarded:
         # The workspace already holds the head and more (commits not pushed yet).
         return
     # Updating the work tree would run the clean/smudge filters the workspace's config

@@ -48,6 +48,7 @@ from orchestrator.agent.results import CONTEXT_FILE
 from orchestrator.agent.safe_files import write_file
 from orchestrator.agent.snapshot import HeadSnapshot
 from orchestrator.domain.actions import Dispatch, SideEffect, SideEffectKind
+from orchestrator.domain.phases import Phase
 from orchestrator.domain.planner import plan
 from orchestrator.domain.record_updates import record_outcome
 from orchestrator.domain.snapshot import (
@@ -61,12 +62,15 @@ from orchestrator.domain.snapshot import (
     TrackedIssue,
 )
 from orchestrator.github.errors import GitHubError, RateLimited
+from orchestrator.github.prstate import inspect_pr_state
 from orchestrator.logs import bind_context, error_fields, get_logger
 from orchestrator.runtime.context import turn_context
 from orchestrator.runtime.gate import SideEffectGate
+from orchestrator.runtime.pr_template import with_pr_template
 from orchestrator.runtime.records import RecordRow, RecordStore
 from orchestrator.runtime.switches import SwitchBoard
 from orchestrator.runtime.sync import sync_to_head
+from orchestrator.runtime.turn_commits import with_turn_commits
 from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView
 from orchestrator.runtime.workers import TurnSlot, WorkerPool
 from orchestrator.store.database import Database
@@ -206,6 +210,13 @@ class TurnRunner:
                 outcome = adopt_unpushed_work(
                     result.to_agent_outcome(), job, workspace, result.head_before
                 )
+                git_env = job.agents.workspaces.agent_git_env()
+                outcome = with_turn_commits(
+                    outcome, job.pr.threads if job.pr is not None else (), workspace, git_env
+                )
+                outcome = with_pr_template(
+                    outcome, workspace, job.view.policy.pr.base_branch, git_env
+                )
                 run_close = {
                     "outcome": result.outcome.value,
                     "now": self.clock(),
@@ -288,10 +299,23 @@ class TurnRunner:
         row = self.records.get_by_id(job.issue_id)
         if row is None:
             return
+        pr = job.pr
+        if job.dispatch.phase is Phase.REWORK and pr is not None:
+            # What asked for the rework may be gone by now (a check passed on a rerun):
+            # the planner judges the turn against the pull request as it is now.
+            try:
+                fresh = inspect_pr_state(
+                    self.github.client, job.dispatch.issue.repo, pr.number, self.github.actor
+                )
+            except (GitHubError, RateLimited) as error:
+                log.warning("turn_push_deferred", error=str(error))
+                return
+            if fresh is not None:
+                pr = replace(fresh, url=pr.url, labels=pr.labels, head_branch=pr.head_branch)
         now = self.clock()
         snapshot = Snapshot(
             now=now,
-            issues=(IssueSnapshot(issue=job.issue, record=row.record, pr=job.pr),),
+            issues=(IssueSnapshot(issue=job.issue, record=row.record, pr=pr),),
             kill_switches=KillSwitches(local_file_active=self.switches.local_file_active()),
             self_login=self.github.login,
         )
@@ -322,7 +346,9 @@ class TurnRunner:
         )
         workspace = job.agents.workspaces.ensure(issue, job.source, cancel=slot.cancel_event)
         if job.pr is not None and job.pr.head_sha:
-            sync_to_head(job.agents.workspaces, workspace, job.source, job.pr.head_sha)
+            last = job.record.last_outcome
+            discard = last.head_after if last is not None and last.discarded else None
+            sync_to_head(job.agents.workspaces, workspace, job.source, job.pr.head_sha, discard)
         return workspace
 
     def _prompt(self, job: TurnJob, workspace: Workspace) -> str:

@@ -18,7 +18,9 @@ from orchestrator.agent import RepoSource
 from orchestrator.agent.errors import AgentLayerError
 from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, run_git
 from orchestrator.domain.actions import PayloadValue, SideEffect, SideEffectKind
+from orchestrator.domain.pr_body import closes_tracked, merge_human_edits
 from orchestrator.domain.record_updates import EffectResult
+from orchestrator.domain.results import GITHUB_BODY_LIMIT
 from orchestrator.domain.review import REVIEW_COMMENT_MARKER
 from orchestrator.domain.snapshot import StoredRecord
 from orchestrator.github.errors import GitHubError, RateLimited
@@ -177,7 +179,7 @@ class GitHubWrites:
             found = [pr for pr in gateway.find_pr(target.repo, branch) if pr.is_open]
             if not found:
                 return _failed(f"pr.auto_create is off: open a pull request for {branch} by hand")
-            return self._pr_opened(target, found[0], view)
+            return self._pr_opened(target, found[0], view, payload)
         result = gateway.find_or_create_pr(
             target.repo,
             branch=branch,
@@ -196,9 +198,12 @@ class GitHubWrites:
                 f"(pr.closed_pr_policy {result.action}); a human decides"
             )
         assert isinstance(result, PROpen)
-        return self._pr_opened(target, result.pr, view)
+        return self._pr_opened(target, result.pr, view, payload)
 
-    def _pr_opened(self, target: WriteTarget, pr: PRInfo, view: PolicyView) -> EffectResult:
+    def _pr_opened(
+        self, target: WriteTarget, pr: PRInfo, view: PolicyView, payload: Mapping[str, PayloadValue]
+    ) -> EffectResult:
+        """The opened pull request's facts; its body when it is the one the effect wrote."""
         required = view.policy.pr.required_labels
         if required:
             problem = _problem(
@@ -206,16 +211,44 @@ class GitHubWrites:
             )
             if problem is not None:
                 return problem
-        return _ok(number=pr.number, url=pr.url, head_sha=pr.head_sha)
+        body = payload.get("body")
+        ours = isinstance(body, str) and pr.body.strip() == body.strip()
+        notes = "; ".join(_names(payload, "notes")) or None
+        return _ok(
+            number=pr.number,
+            url=pr.url,
+            head_sha=pr.head_sha,
+            body=pr.body if ours else None,
+            notes=notes if ours else None,
+        )
 
     def _update_pr_body(
         self, effect: SideEffect, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
+        """Rewrite the description, keeping what people changed since the runtime last wrote it."""
         number = _number(effect.payload, "pr_number")
-        result = self.github.gateway.update_pr_body(
-            target.repo, number, _text(effect.payload, "body")
+        body = _text(effect.payload, "body")
+        previous = effect.payload.get("previous")
+        notes = list(_names(effect.payload, "notes"))
+        written = [body]
+
+        def compose(current: str) -> str:
+            if isinstance(previous, str):
+                merged = merge_human_edits(previous, current, body)
+                notes.extend(merged.notes)
+                text = merged.text
+                closing = f"Closes #{target.number}"
+                if view.policy.pr.closes_issue and not closes_tracked(
+                    text, target.repo, target.number
+                ):
+                    text = f"{text}\n\n{closing}"
+                written[0] = text[:GITHUB_BODY_LIMIT]
+            return written[0]
+
+        result = self.github.gateway.update_pr_body(target.repo, number, compose)
+        return _problem(result) or _ok(
+            changed=int(bool(result)), body=written[0], notes="; ".join(notes) or None
         )
-        return _problem(result) or _ok(changed=int(bool(result)))
 
     def _request_review(
         self, effect: SideEffect, target: WriteTarget, view: PolicyView

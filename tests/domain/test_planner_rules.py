@@ -656,6 +656,7 @@ CASES = [
         "rework updates the description and asks reviewers again",
         lambda: make_item(
             Phase.REWORK,
+            pr=make_pr(checks=ChecksSummary(HEAD_A, failing=frozenset({"ci"}))),
             last_outcome=committed(
                 Phase.REWORK,
                 fix_summary=fix_summary(),
@@ -664,6 +665,23 @@ CASES = [
         ),
         policy=lambda: make_policy(pr=PRPolicy(reviewers=("bob",))),
         effects=frozenset({K.PUSH_BRANCH, K.UPDATE_PR_BODY, K.REQUEST_REVIEW}),
+    ),
+    Case(
+        "a rework whose failing check passed meanwhile is discarded, not pushed",
+        lambda: make_item(
+            Phase.REWORK,
+            last_outcome=committed(Phase.REWORK, fix_summary=fix_summary()),
+        ),
+        to=Phase.WAITING_FOR_CHECKS,
+        waiting=WaitingReason.CHECKS_PENDING,
+    ),
+    Case(
+        "a rework waits for a rerunning check before pushing",
+        lambda: make_item(
+            Phase.REWORK,
+            pr=make_pr(checks=ChecksSummary(HEAD_A, pending=frozenset({"ci"}))),
+            last_outcome=committed(Phase.REWORK, fix_summary=fix_summary()),
+        ),
     ),
     Case(
         "a rework contract miss is continued once at once",

@@ -12,6 +12,7 @@ from orchestrator.domain.results import (
     Severity,
 )
 from orchestrator.domain.review import (
+    FixProof,
     bounce_counts,
     bouncing_threads,
     evaluate_fix_summary,
@@ -19,10 +20,12 @@ from orchestrator.domain.review import (
     needs_fix_pass,
     normalise_body,
     passes_in_lineage,
+    prove_fix,
     render_review_comment,
     unaddressed_findings,
+    unproven_fixes,
 )
-from orchestrator.domain.snapshot import ThreadHistoryEntry
+from orchestrator.domain.snapshot import ThreadHistoryEntry, TurnCommit
 from orchestrator.domain.workpad import ReviewState
 from tests.domain.builders import HEAD_A, HEAD_B, HEAD_C, fix_summary, make_review, thread
 
@@ -153,3 +156,48 @@ def test_review_comment_names_the_head_and_pass() -> None:
     assert "### F1 [P1] Finding 1" in body
     empty = render_review_comment(Review(HEAD_A, ()), pass_number=2, max_passes=2)
     assert "No findings." in empty
+
+
+def _claim(commit: str | None) -> FixEntry:
+    return FixEntry(FixTargetKind.THREAD, "T1", FixStatus.FIXED, "done", commit=commit)
+
+
+def test_a_fixed_claim_needs_a_commit_of_the_turn_that_changes_the_threads_file() -> None:
+    turn = (
+        TurnCommit("a" * 40, ("app/core.py",)),
+        TurnCommit("b" * 40, ()),
+    )
+    assert prove_fix(_claim("aaaaaaa"), "app/core.py", turn) == FixProof("a" * 40)
+    # Naming no commit: the turn's latest commit on the file proves it.
+    assert prove_fix(_claim(None), "app/core.py", turn) == FixProof("a" * 40)
+    assert prove_fix(_claim("deadbeefcafe"), "app/core.py", turn).problem == (
+        "deadbeefcafe is not a commit of this turn"
+    )
+    assert prove_fix(_claim("bbbbbbbb"), "app/core.py", turn).problem == (
+        "bbbbbbbb does not change app/core.py"
+    )
+    assert prove_fix(_claim(None), "app/other.py", turn).problem == (
+        "no commit of this turn changes app/other.py"
+    )
+    assert prove_fix(_claim(None), "app/core.py", ()).problem == "the turn made no commit"
+    # A thread on no file is proven by any commit of the turn.
+    assert prove_fix(_claim("bbbbbbb"), None, turn) == FixProof("b" * 40)
+
+
+def test_an_unproven_fixed_claim_is_answered_as_uncertain_and_left_open() -> None:
+    summary = FixSummary((_claim("deadbeefcafe"),))
+    turn = (TurnCommit("c" * 40, ("app/core.py",)),)
+    evaluation = evaluate_fix_summary(summary, [thread("T1")], committed=True, commits=turn)
+    (reply,) = evaluation.replies
+    assert not reply.resolve and evaluation.escalated == ("T1",)
+    assert reply.body.startswith(
+        "Needs a human check: reported fixed, but deadbeefcafe is not a commit of this turn."
+    )
+    proven = evaluate_fix_summary(
+        FixSummary((_claim("ccccccc"),)), [thread("T1")], committed=True, commits=turn
+    )
+    assert proven.replies[0].resolve
+    assert proven.replies[0].body == f"Addressed in {'c' * 12}: done"
+    assert unproven_fixes(summary, [thread("T1")], turn) == (
+        "thread T1 marked fixed, but deadbeefcafe is not a commit of this turn",
+    )

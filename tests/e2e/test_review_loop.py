@@ -391,8 +391,12 @@ def test_report_without_commit_continues_once_then_blocks(tmp_path: Path, world:
             c
             for c in flow.comments(number)
             if "marked fixed, but the turn made no commit" in c["body"]
+            and not c["body"].startswith("<!-- orchestrator-workpad -->")
         ]
         assert len(notes) == 1
+        # The workpad names the cause too.
+        (workpad,) = flow.workpads(number)
+        assert "**Why:** the agent's results do not match its work twice" in workpad["body"]
         assert threads(flow, pr)[thread]["resolved"] is False
 
 
