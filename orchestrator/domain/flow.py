@@ -21,7 +21,7 @@ from orchestrator.domain.gates import Gates, approved_since, qualifies_as_human
 from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMode, WaitingReason
 from orchestrator.domain.policy import FlowPolicy, ReviewActOn
 from orchestrator.domain.results import GITHUB_BODY_LIMIT
-from orchestrator.domain.review import bouncing_threads, passes_in_lineage
+from orchestrator.domain.review import bouncing_threads, escalated_before, passes_in_lineage
 from orchestrator.domain.snapshot import (
     IssueRef,
     IssueSnapshot,
@@ -232,7 +232,11 @@ def pr_feedback(ctx: IssueContext, pr: PullRequest) -> Feedback:
             if not _settled_by_approval(ctx, thread):
                 awaiting.append(thread)
         elif thread.id in bouncing_ids:
-            bouncing.append(thread)
+            # A thread is escalated once: if it comes back again, it still waits for a human.
+            if escalated_before(thread, ctx.self_login):
+                awaiting.append(thread)
+            else:
+                bouncing.append(thread)
         else:
             actionable.append(thread)
     latest: dict[str, tuple[ReviewVerdict, str]] = {}

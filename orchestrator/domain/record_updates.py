@@ -286,6 +286,8 @@ def record_outcome(
                     path=thread.path,
                     body=thread.body,
                     status=entry.status if entry is not None else None,
+                    author=thread.author.login,
+                    author_is_bot=thread.author.is_bot,
                 )
             )
         history = history + tuple(additions)

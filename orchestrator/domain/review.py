@@ -1,8 +1,12 @@
 """Review decisions: which findings need a fix pass, what a fix summary means, and bounces.
 
-A bounce is a review thread the agent marked fixed that came back in a later
-iteration (same file, same normalised text). Past ``review.bounce_threshold`` the
-thread is not fixed again: it is treated as uncertain and left for a human.
+A bounce is a bot's review request that the agent marked fixed and that came
+back in a later iteration: a thread by the same bot whose normalised text is at
+least ``SIMILARITY_THRESHOLD`` similar (a reworded request counts), on any file
+(a flip-flop across two files counts). Past ``review.bounce_threshold`` the
+thread is not fixed again: it is escalated once and left for a human. A
+person's new request is never a bounce: a human changing their mind is a new
+instruction.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from types import MappingProxyType
 
 from orchestrator.domain.policy import ReviewPolicy
@@ -30,6 +35,14 @@ REVIEW_COMMENT_MARKER = "<!-- orchestrator-review-comment -->"
 
 _NOT_WORD = re.compile(r"[^0-9a-z]+")
 _NORMALISED_LENGTH = 400
+
+# Two requests by one bot are the same request when their normalised words are at
+# least this similar (difflib's ratio over the word sequences: 2 * matching words /
+# all words). "Make the name field optional." and "Please make the name field
+# optional." score 0.91; "... optional." and "... required." 0.80.
+SIMILARITY_THRESHOLD = 0.75
+# The reply that hands a thread to a human (an uncertain entry or a bounce).
+ESCALATION_PREFIX = "Needs a human decision"
 
 
 def findings_needing_fix(review: Review, policy: ReviewPolicy) -> tuple[Finding, ...]:
@@ -246,9 +259,24 @@ def normalise_body(text: str) -> str:
     return _NOT_WORD.sub(" ", text.lower()).strip()[:_NORMALISED_LENGTH]
 
 
-def thread_key(path: str | None, body: str) -> tuple[str, str]:
-    """The identity of a comment across iterations: file path and normalised text."""
-    return (path or "", normalise_body(body))
+def similar(first: str, second: str) -> bool:
+    """Whether two normalised texts say the same thing (``SIMILARITY_THRESHOLD``)."""
+    if first == second:
+        return True
+    words_a, words_b = first.split(), second.split()
+    if not words_a or not words_b:
+        return False
+    return SequenceMatcher(None, words_a, words_b, autojunk=False).ratio() >= (SIMILARITY_THRESHOLD)
+
+
+def _same_request(entry: ThreadHistoryEntry, thread: ReviewThread, text: str) -> bool:
+    """The history entry is this bot's earlier request with the same substance."""
+    if entry.author is None:
+        # Recorded before authors were kept: same file and the same words only.
+        return (entry.path or "") == (thread.path or "") and normalise_body(entry.body) == text
+    if not entry.author_is_bot or entry.author.lower() != thread.author.login.lower():
+        return False
+    return similar(normalise_body(entry.body), text)
 
 
 def bounce_counts(
@@ -257,28 +285,43 @@ def bounce_counts(
     *,
     before_iteration: int | None = None,
 ) -> Mapping[str, int]:
-    """For each open thread, how often a matching thread marked fixed came back.
+    """For each open thread by a bot, how often the same request, marked fixed, came back.
 
-    Every earlier iteration in which a thread with the same key was marked fixed
-    counts once: the open thread now is that comment returning. When judging a
-    turn whose own entries are already in the history, ``before_iteration`` (that
-    turn's iteration) keeps the turn from counting its own fix.
+    Every earlier iteration in which the same bot's request with the same
+    substance (:func:`similar`, on any file) was marked fixed counts once: the
+    open thread now is that request returning. Threads opened by people never
+    bounce. When judging a turn whose own entries are already in the history,
+    ``before_iteration`` (that turn's iteration) keeps the turn from counting
+    its own fix.
     """
-    fixed_iterations: dict[tuple[str, str], set[int]] = {}
-    for entry in history:
-        if before_iteration is not None and entry.iteration >= before_iteration:
-            continue
-        if entry.status is FixStatus.FIXED:
-            key = thread_key(entry.path, entry.body)
-            fixed_iterations.setdefault(key, set()).add(entry.iteration)
+    fixed = [
+        entry
+        for entry in history
+        if entry.status is FixStatus.FIXED
+        and (before_iteration is None or entry.iteration < before_iteration)
+    ]
     counts: dict[str, int] = {}
+    if not fixed:
+        return MappingProxyType(counts)
     for thread in threads:
-        if thread.is_resolved:
+        if thread.is_resolved or not thread.author.is_bot:
             continue
-        found = fixed_iterations.get(thread_key(thread.path, thread.body))
+        text = normalise_body(thread.body)
+        found = {e.iteration for e in fixed if _same_request(e, thread, text)}
         if found:
             counts[thread.id] = len(found)
     return MappingProxyType(counts)
+
+
+def escalated_before(thread: ReviewThread, self_login: str | None) -> bool:
+    """The daemon already handed this thread to a human (it escalates a thread once)."""
+    if self_login is None:
+        return False
+    return any(
+        comment.author.login.lower() == self_login.lower()
+        and comment.body.startswith(ESCALATION_PREFIX)
+        for comment in thread.comments
+    )
 
 
 def bouncing_threads(

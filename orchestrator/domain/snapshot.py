@@ -148,6 +148,9 @@ class ThreadHistoryEntry:
     path: str | None
     body: str
     status: FixStatus | None = None
+    # Who opened the thread (None: recorded before authors were kept).
+    author: str | None = None
+    author_is_bot: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import pytest
 
 from orchestrator.domain.actions import SideEffectKind, idempotency_key
 from orchestrator.domain.phases import ALLOWED, Phase, RolloutMode, WaitingReason
-from orchestrator.domain.policy import FlowPolicy, MergeMode, PRPolicy, ReviewPolicy
+from orchestrator.domain.policy import FlowPolicy, MergeMode, PRPolicy, ReviewActOn, ReviewPolicy
 from orchestrator.domain.results import (
     BlockedQuestion,
     FixStatus,
@@ -30,6 +30,7 @@ from orchestrator.domain.snapshot import (
     PRStatus,
     ReviewVerdict,
     RunningAgent,
+    ThreadComment,
     ThreadHistoryEntry,
 )
 from orchestrator.domain.workpad import MergeState, ReviewState
@@ -42,6 +43,7 @@ from tests.domain.builders import (
     NOW,
     OWNED,
     READER,
+    REVIEW_BOT,
     SELF_ACTOR,
     approved_issue,
     cancels,
@@ -134,7 +136,13 @@ def no_review() -> FlowPolicy:
 def bounced_history() -> tuple[ThreadHistoryEntry, ...]:
     return tuple(
         ThreadHistoryEntry(
-            i, f"old-{i}", "app/core.py", "Please handle the empty list.", FixStatus.FIXED
+            i,
+            f"old-{i}",
+            "app/core.py",
+            "Please handle the empty list.",
+            FixStatus.FIXED,
+            author=REVIEW_BOT.login,
+            author_is_bot=True,
         )
         for i in (1, 2)
     )
@@ -477,10 +485,44 @@ CASES = [
         lambda: make_item(
             Phase.WAITING_FOR_CHECKS,
             thread_history=bounced_history(),
-            pr=make_pr(threads=(thread("T9", author=HUMAN),)),
+            pr=make_pr(threads=(thread("T9", author=REVIEW_BOT),)),
         ),
+        policy=lambda: make_policy(review=ReviewPolicy(act_on=ReviewActOn.ANYONE)),
         to=Phase.WAITING_FOR_HUMAN,
         effects=frozenset({K.REPLY_THREAD}),
+    ),
+    Case(
+        "a person asking again for what was fixed twice is a new request, not a bounce",
+        lambda: make_item(
+            Phase.WAITING_FOR_CHECKS,
+            thread_history=bounced_history(),
+            pr=make_pr(threads=(thread("T9", author=HUMAN),)),
+        ),
+        to=Phase.REWORK,
+    ),
+    Case(
+        "a bouncing comment escalated once is not escalated again",
+        lambda: make_item(
+            Phase.WAITING_FOR_HUMAN,
+            thread_history=bounced_history(),
+            pr=make_pr(
+                threads=(
+                    thread(
+                        "T9",
+                        author=REVIEW_BOT,
+                        comments=(
+                            ThreadComment(REVIEW_BOT, "Please handle the empty list.", EARLIER),
+                            ThreadComment(
+                                SELF_ACTOR, "Needs a human decision: it came back.", EARLIER
+                            ),
+                            ThreadComment(REVIEW_BOT, "Still applies.", EARLIER),
+                        ),
+                    ),
+                )
+            ),
+        ),
+        policy=lambda: make_policy(review=ReviewPolicy(act_on=ReviewActOn.ANYONE)),
+        waiting=WaitingReason.HUMAN_APPROVAL_REQUIRED,
     ),
     Case(
         "merge conflicts enter rework",

@@ -22,12 +22,22 @@ from orchestrator.domain.review import (
     passes_in_lineage,
     prove_fix,
     render_review_comment,
+    similar,
     unaddressed_findings,
     unproven_fixes,
 )
-from orchestrator.domain.snapshot import ThreadHistoryEntry, TurnCommit
+from orchestrator.domain.snapshot import Actor, ThreadHistoryEntry, TurnCommit
 from orchestrator.domain.workpad import ReviewState
-from tests.domain.builders import HEAD_A, HEAD_B, HEAD_C, fix_summary, make_review, thread
+from tests.domain.builders import (
+    HEAD_A,
+    HEAD_B,
+    HEAD_C,
+    HUMAN,
+    REVIEW_BOT,
+    fix_summary,
+    make_review,
+    thread,
+)
 
 POLICY = ReviewPolicy(max_passes=2, bounce_threshold=2)
 
@@ -107,13 +117,15 @@ def _history(*iterations: tuple[int, FixStatus | None]) -> tuple[ThreadHistoryEn
             path="app/core.py",
             body="Please handle the empty list.",
             status=status,
+            author=REVIEW_BOT.login,
+            author_is_bot=True,
         )
         for i, status in iterations
     )
 
 
 def test_a_fixed_thread_coming_back_counts_as_a_bounce() -> None:
-    current = [thread("T9", body="please handle the EMPTY list!")]
+    current = [thread("T9", author=REVIEW_BOT, body="please handle the EMPTY list!")]
     assert bounce_counts(_history((1, FixStatus.FIXED)), current) == {"T9": 1}
     assert bouncing_threads(_history((1, FixStatus.FIXED)), current, POLICY) == frozenset()
     twice = _history((1, FixStatus.FIXED), (2, FixStatus.FIXED))
@@ -123,17 +135,43 @@ def test_a_fixed_thread_coming_back_counts_as_a_bounce() -> None:
 def test_a_finished_turn_does_not_count_its_own_fix_as_a_bounce() -> None:
     # Iteration 2 is the turn being judged: its answer is already in the history.
     history = _history((1, FixStatus.FIXED), (2, FixStatus.FIXED))
-    current = [thread("T9")]
+    current = [thread("T9", author=REVIEW_BOT)]
     assert bounce_counts(history, current, before_iteration=2) == {"T9": 1}
     assert bounce_counts(history, current, before_iteration=1) == {}
 
 
-def test_non_fixed_statuses_other_files_and_resolved_threads_do_not_bounce() -> None:
+def test_non_fixed_statuses_people_other_bots_and_resolved_threads_do_not_bounce() -> None:
     history = _history((1, FixStatus.DISMISSED), (2, FixStatus.UNCERTAIN), (3, None))
-    assert bounce_counts(history, [thread("T9")]) == {}
+    assert bounce_counts(history, [thread("T9", author=REVIEW_BOT)]) == {}
     fixed = _history((1, FixStatus.FIXED), (2, FixStatus.FIXED))
-    assert bounce_counts(fixed, [thread("T9", path="other.py")]) == {}
-    assert bounce_counts(fixed, [thread("T9", is_resolved=True)]) == {}
+    assert bounce_counts(fixed, [thread("T9", author=REVIEW_BOT, is_resolved=True)]) == {}
+    # A person asking again is a new instruction; another bot's request is its own.
+    assert bounce_counts(fixed, [thread("T9", author=HUMAN)]) == {}
+    other_bot = Actor("lint-bot[bot]", is_bot=True)
+    assert bounce_counts(fixed, [thread("T9", author=other_bot)]) == {}
+
+
+def test_the_same_bots_request_reworded_or_on_another_file_bounces() -> None:
+    fixed = _history((1, FixStatus.FIXED), (2, FixStatus.FIXED))
+    moved = thread("T9", author=REVIEW_BOT, path="other.py")
+    assert bounce_counts(fixed, [moved]) == {"T9": 2}
+    reworded = thread("T9", author=REVIEW_BOT, body="Please handle the empty list, thanks!")
+    assert bounce_counts(fixed, [reworded]) == {"T9": 2}
+    unrelated = thread("T9", author=REVIEW_BOT, body="Rename the module.")
+    assert bounce_counts(fixed, [unrelated]) == {}
+    assert similar("make the name field optional", "please make the name field optional")
+    assert not similar("make the name field optional", "add a trailing comment")
+
+
+def test_entries_recorded_before_authors_were_kept_match_by_file_and_words() -> None:
+    old = tuple(
+        ThreadHistoryEntry(
+            i, f"old-{i}", "app/core.py", "Please handle the empty list.", FixStatus.FIXED
+        )
+        for i in (1, 2)
+    )
+    assert bounce_counts(old, [thread("T9", author=REVIEW_BOT)]) == {"T9": 2}
+    assert bounce_counts(old, [thread("T9", author=REVIEW_BOT, path="x.py")]) == {}
 
 
 def test_bouncing_thread_is_escalated_instead_of_resolved() -> None:

@@ -17,6 +17,7 @@ from orchestrator.sim.testing import SimWorld
 from .harness import Flow, default_scenario, flow_for, merge_sections
 from .test_review_loop import (
     NO_REVIEW,
+    bot,
     comment_on,
     fix_steps,
     prompts,
@@ -324,8 +325,10 @@ def test_the_description_keeps_the_template_closes_only_its_issue_and_keeps_a_pe
         assert "## Reviewer notes\n\nCheck the cache first." in body
         assert f"Closes #{number}" in body and "## Testing" in body
         flow.run(
-            lambda: "kept the section 'reviewer notes' a person added"
-            in flow.workpads(number)[0]["body"],
+            lambda: (
+                "kept the section 'reviewer notes' a person added"
+                in flow.workpads(number)[0]["body"]
+            ),
             what="the workpad says the edit was kept",
         )
 
@@ -370,3 +373,122 @@ def test_a_rework_whose_failing_check_passed_meanwhile_is_discarded_and_not_coun
         assert [p["sha"] for p in pushed["parents"]] == [head]
         record = flow.record(number)
         assert record is not None and record.rework_cycles == 1
+
+
+BOT_REVIEWS: dict[str, Any] = {
+    "review": {"enabled": False, "act_on": "anyone", "bounce_threshold": 2},
+    "orchestration": {"max_rework_cycles": 10},
+}
+TWO_FILES = merge_sections(
+    default_scenario(),
+    {
+        "phases": {
+            "implementing": {
+                "steps": [
+                    {"write": {"path": "src/model.py", "content": "NAME = None\n"}},
+                    *default_scenario()["steps"],
+                ]
+            }
+        }
+    },
+)
+
+
+def open_thread_ids(
+    flow: Flow, pr: int, login: str, body: str, path: str = "src/feature.py"
+) -> tuple[str, int]:
+    """Open a thread on line 1 of ``path`` as ``login``: its GraphQL id and numeric id."""
+    world = flow.world
+    review = world.control.review(
+        world.repo,
+        pr,
+        "COMMENTED",
+        as_user=login,
+        comments=[{"path": path, "line": 1, "body": body}],
+    )
+    opened = review["threads"][0]
+    return str(opened["node_id"]), int(opened["id"])
+
+
+def open_thread(flow: Flow, pr: int, login: str, body: str, path: str = "src/feature.py") -> str:
+    return open_thread_ids(flow, pr, login, body, path)[0]
+
+
+def fixed_round(flow: Flow, number: int, pr: int, login: str, body: str, path: str) -> str:
+    """A thread opened by ``login``, fixed by a rework, answered and resolved."""
+    thread = open_thread(flow, pr, login, body, path)
+    entry = {"thread": thread, "status": "fixed", "message": "Done.", "commit": "HEAD"}
+    steps = fix_steps(flow, [entry])
+    steps[1] = {"write": {"path": path, "content": f"# {body}\n", "append": True}}
+    set_rework(flow, {"steps": steps})
+    before = flow.head(pr)
+    flow.run(lambda: flow.head(pr) != before, what="the fix is pushed")
+    flow.check(pr, "success")
+    flow.run(
+        lambda: flow.phase(number) == "waiting_for_human" and threads(flow, pr)[thread]["resolved"],
+        what="the thread is answered and resolved",
+    )
+    return thread
+
+
+def escalations(flow: Flow, pr: int, thread: str) -> list[str]:
+    return [
+        r for r in threads(flow, pr)[thread]["replies"] if r.startswith("Needs a human decision")
+    ]
+
+
+def test_a_bots_reworded_request_on_another_file_counts_as_a_bounce(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    with flow_for(tmp_path, world, policy=BOT_REVIEWS, scenario=TWO_FILES) as flow:
+        number = flow.open_issue()
+        pr = waiting_for_human_with_pr(flow, number)
+        style = bot(world, "style-bot")
+        fixed_round(flow, number, pr, style, "Make the name field optional.", "src/model.py")
+        fixed_round(
+            flow, number, pr, style, "Please make the name field optional.", "src/feature.py"
+        )
+        runs = rework_runs(flow)
+
+        # The same request a third time, reworded, on the first file: a human decides now.
+        third, numeric = open_thread_ids(
+            flow, pr, style, "nit: make the name field optional please", "src/model.py"
+        )
+        flow.run(lambda: escalations(flow, pr, third) != [], what="the bounce is escalated")
+        flow.idle_ticks(3)
+        assert rework_runs(flow) == runs
+        assert threads(flow, pr)[third]["resolved"] is False
+        assert flow.phase(number) == "waiting_for_human"
+
+        # The bot insists in the thread, and a rework for another reason claims the
+        # thread fixed: it is escalated once, never answered again.
+        world.control.reply_thread(world.repo, numeric, "Still applies.", as_user=style)
+        other = open_thread(flow, pr, flow.human.login, "Add a trailing comment.")
+        entries = [
+            {"thread": other, "status": "fixed", "message": "Added.", "commit": "HEAD"},
+            {"thread": third, "status": "fixed", "message": "Optional again.", "commit": "HEAD"},
+        ]
+        set_rework(flow, {"steps": fix_steps(flow, entries)})
+        flow.run(lambda: threads(flow, pr)[other]["resolved"], what="the other thread answered")
+        flow.idle_ticks(2)
+        assert len(escalations(flow, pr, third)) == 1
+        assert threads(flow, pr)[third]["resolved"] is False
+
+
+def test_a_writer_changing_their_mind_is_a_new_instruction_not_a_bounce(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    policy = {**NO_REVIEW, "review": {"enabled": False, "bounce_threshold": 1}}
+    with flow_for(tmp_path, world, policy=policy) as flow:
+        number = flow.open_issue()
+        pr = waiting_for_human_with_pr(flow, number)
+        human = flow.human.login
+        fixed_round(flow, number, pr, human, "Make the name field optional.", "src/feature.py")
+        fixed_round(flow, number, pr, human, "Make the name field required.", "src/feature.py")
+        again = fixed_round(
+            flow, number, pr, human, "Make the name field optional.", "src/feature.py"
+        )
+        assert threads(flow, pr)[again]["replies"][0].startswith("Addressed in")
+        assert escalations(flow, pr, again) == []
+        record = flow.record(number)
+        assert record is not None and record.rework_cycles == 3
