@@ -441,7 +441,7 @@ class ReviewSettings:
     bounce_threshold: int = field(
         default=2,
         metadata=meta(
-            doc="Times a fixed thread may come back before it goes to a human.",
+            doc="Times a bot's fixed request may come back before it goes to a human.",
             minimum=1,
             maximum=20,
         ),
