@@ -4,8 +4,9 @@ GitHub fills a new pull request from ``pull_request_template.md`` in
 ``.github/``, the repository root or ``docs/`` (any case, ``.md`` or
 ``.txt``), and offers the files of ``.github/PULL_REQUEST_TEMPLATE/`` as a
 choice. The runtime reads the first of those, in that order (from the
-directory, the first file by name), as committed on the base branch: the agent's
-own edits in its workspace never change what is enforced. The headings found
+directory, the first file by name), from the base branch in the repository's
+mirror (the daemon's own copy, never the agent's workspace): the agent's edits
+never change what is enforced. The headings found
 are restored in the description when the agent leaves them out
 (:func:`orchestrator.domain.pr_body.restore_template_headings`).
 """
@@ -15,9 +16,10 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from orchestrator.agent import Workspace
+from orchestrator.agent import RepoSource
 from orchestrator.agent.errors import AgentLayerError
 from orchestrator.agent.git import run_git
+from orchestrator.agent.mirror import MirrorStore
 from orchestrator.domain.pr_body import headings
 from orchestrator.domain.results import PRDescription
 from orchestrator.domain.snapshot import AgentOutcome
@@ -47,37 +49,35 @@ def template_path(names: list[str]) -> str | None:
 
 
 def with_pr_template(
-    outcome: AgentOutcome, workspace: Workspace, base_branch: str, env: dict[str, str]
+    outcome: AgentOutcome, mirrors: MirrorStore, source: RepoSource, base_branch: str
 ) -> AgentOutcome:
     """The outcome with the template's heading lines, when the agent wrote a description."""
     if not isinstance(outcome.pr_description, PRDescription):
         return outcome
-    ref = f"refs/remotes/origin/{base_branch}"
+    ref = f"refs/heads/{base_branch}"
     try:
-        listing = run_git(
-            ["ls-tree", "-r", "--name-only", "--full-tree", ref, "--", ".github", "docs"],
-            cwd=workspace.path,
-            timeout_s=_TIMEOUT_S,
-            env=env,
-            check=False,
-        ).splitlines()
-        listing += run_git(
-            ["ls-tree", "--name-only", "--full-tree", ref],
-            cwd=workspace.path,
-            timeout_s=_TIMEOUT_S,
-            env=env,
-            check=False,
-        ).splitlines()
-        path = template_path(listing)
-        if path is None:
-            return outcome
-        text = run_git(
-            ["cat-file", "blob", f"{ref}:{path}"],
-            cwd=workspace.path,
-            timeout_s=_TIMEOUT_S,
-            env=env,
-        )
-    except AgentLayerError as error:
+        with mirrors.locked(source) as mirror:
+
+            def git(*args: str, check: bool = True) -> str:
+                return run_git(list(args), cwd=mirror, timeout_s=_TIMEOUT_S, check=check)
+
+            listing = git(
+                "ls-tree",
+                "-r",
+                "--name-only",
+                "--full-tree",
+                ref,
+                "--",
+                ".github",
+                "docs",
+                check=False,
+            ).splitlines()
+            listing += git("ls-tree", "--name-only", "--full-tree", ref, check=False).splitlines()
+            path = template_path(listing)
+            if path is None:
+                return outcome
+            text = git("cat-file", "blob", f"{ref}:{path}")
+    except (AgentLayerError, OSError) as error:
         log.warning("pr_template_unreadable", **error_fields(error))
         return outcome
     found = headings(text[:MAX_TEMPLATE_BYTES])[:MAX_HEADINGS]

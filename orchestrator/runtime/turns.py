@@ -215,7 +215,10 @@ class TurnRunner:
                     outcome, job.pr.threads if job.pr is not None else (), workspace, git_env
                 )
                 outcome = with_pr_template(
-                    outcome, workspace, job.view.policy.pr.base_branch, git_env
+                    outcome,
+                    job.agents.workspaces.mirrors,
+                    job.source,
+                    job.view.policy.pr.base_branch,
                 )
                 run_close = {
                     "outcome": result.outcome.value,
