@@ -29,6 +29,13 @@ class AgentPreset(StrEnum):
     COMMAND = "command"
 
 
+class AgentPermissions(StrEnum):
+    """What a preset's command line lets the agent CLI do (see docs/agent.md, "Presets")."""
+
+    WORKSPACE = "workspace"
+    FULL = "full"
+
+
 # Names that never reach an agent or a hook, whatever the allow list says.
 ALWAYS_DENIED_ENV = frozenset(
     {
@@ -138,6 +145,7 @@ class AgentSettings:
     preset: AgentPreset = AgentPreset.COMMAND
     command: str | None = None
     extra_args: tuple[str, ...] = ()
+    permissions: AgentPermissions = AgentPermissions.WORKSPACE
     first_event_timeout_ms: int = 0
     stall_timeout_ms: int = 300_000
     turn_timeout_ms: int = 3_600_000
@@ -160,6 +168,12 @@ class AgentSettings:
             choices = ", ".join(p.value for p in AgentPreset)
             raise SettingsError(
                 "agent.preset", f"{self.preset!r} is not one of {choices}"
+            ) from None
+        try:
+            object.__setattr__(self, "permissions", AgentPermissions(self.permissions))
+        except ValueError:
+            raise SettingsError(
+                "agent.permissions", f"{self.permissions!r} is not one of workspace, full"
             ) from None
         if self.preset is AgentPreset.COMMAND and not (self.command and self.command.strip()):
             raise SettingsError("agent.command", "the command preset needs a command to run")

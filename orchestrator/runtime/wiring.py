@@ -25,6 +25,7 @@ from orchestrator.agent import (
 )
 from orchestrator.agent.events import AgentEvent
 from orchestrator.agent.orphans import REGISTRY_DIR, ProcessRegistry
+from orchestrator.agent.settings import AgentPermissions
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.snapshot import Actor
 from orchestrator.github.accounting import Accounting
@@ -106,6 +107,8 @@ def agent_settings(policy: Policy) -> AgentSettings:
     return AgentSettings(
         preset=AgentPreset(agent.preset.value),
         command=agent.command,
+        extra_args=tuple(agent.extra_args),
+        permissions=AgentPermissions(agent.permissions.value),
         first_event_timeout_ms=agent.first_event_timeout_ms,
         stall_timeout_ms=agent.stall_timeout_ms,
         turn_timeout_ms=agent.turn_timeout_ms,

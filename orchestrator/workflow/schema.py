@@ -17,6 +17,7 @@ from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMo
 from orchestrator.domain.policy import MergeMethod, ReviewActOn
 from orchestrator.domain.results import Severity as FindingSeverity
 from orchestrator.workflow.schema_types import (
+    AgentPermissions,
     AgentPreset,
     AgentSandbox,
     ApprovalSource,
@@ -29,6 +30,7 @@ from orchestrator.workflow.schema_types import (
 )
 
 __all__ = [
+    "AgentPermissions",
     "AgentPreset",
     "AgentSandbox",
     "AgentSettings",
@@ -192,6 +194,21 @@ class AgentSettings:
             doc="For preset `command`: the whole shell command (required). For the other presets: "
             "replaces the program name (for example an absolute path to `codex`).",
             shell_text=True,
+        ),
+    )
+    extra_args: tuple[str, ...] = field(
+        default=(),
+        metadata=meta(
+            doc="Flags appended to the preset's command line (presets `codex`, `claude`, `pi`), "
+            "before the prompt and the resume arguments."
+        ),
+    )
+    permissions: AgentPermissions = field(
+        default=AgentPermissions.WORKSPACE,
+        metadata=meta(
+            doc="What the preset lets the agent CLI do: `workspace` (edit, run commands and "
+            "commit in its workspace) or `full` (the CLI's own no-checks mode). Mapped to each "
+            "CLI's flags in docs/agent.md."
         ),
     )
     max_concurrent_agents: int = field(

@@ -35,6 +35,15 @@ class AgentSandbox(StrEnum):
     NONE = "none"
 
 
+class AgentPermissions(StrEnum):
+    """What a preset's command line lets the agent CLI do (``agent.permissions``)."""
+
+    # Edit files, run commands and commit in its workspace: the narrowest flags that allow it.
+    WORKSPACE = "workspace"
+    # The CLI's own "no checks" mode (still inside the product's sandbox when there is one).
+    FULL = "full"
+
+
 class ClosedPrPolicy(StrEnum):
     """What to do when the issue's pull request was closed without merging."""
 
