@@ -124,6 +124,11 @@ def timeline(data: dict[str, Any]) -> str:
     ]
     if issue["waiting_reason"]:
         out.append(f"  waiting: {issue['waiting_reason']}")
+    waiting = (data.get("workpad") or {}).get("waiting") or {}
+    if waiting.get("detail"):
+        out.append(f"  why: {waiting['detail']}")
+    if data.get("last_failure"):
+        out.append(f"  last failure: {data['last_failure']}")
     next_action = data["observation"].get("next_intended_action")
     if next_action:
         out.append(f"  next: {next_action}")

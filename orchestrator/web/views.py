@@ -293,7 +293,19 @@ def timeline(db: Database, repo: str, number: int) -> dict[str, Any] | None:
             for r in runs
         ],
         "last_prompt": _last_prompt(runs),
+        "last_failure": _last_failure(runs),
     }
+
+
+def _last_failure(runs: list[Any]) -> str | None:
+    """Why the newest agent run failed, in one line (None when it did not fail)."""
+    if not runs:
+        return None
+    newest = runs[-1]
+    if newest.outcome in (None, "completed") or not newest.error:
+        return None
+    text = " ".join(str(newest.error).split())
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _last_prompt(runs: list[Any]) -> str | None:
