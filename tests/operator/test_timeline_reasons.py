@@ -49,7 +49,8 @@ def test_the_last_failure_is_the_newest_runs_error_flattened() -> None:
     from orchestrator.web.views import _last_failure
 
     ok = SimpleNamespace(outcome="completed", error=None)
-    failed = SimpleNamespace(outcome="failed", error="agent exited with code 1:\n  401 Unauthorized")
+    error = "agent exited with code 1:\n  401 Unauthorized"
+    failed = SimpleNamespace(outcome="failed", error=error)
     assert _last_failure([failed, ok]) is None
     assert _last_failure([ok, failed]) == "agent exited with code 1: 401 Unauthorized"
     assert _last_failure([]) is None
