@@ -6,12 +6,18 @@ STAMP := $(VENV)/.installed
 CONTRACTS := .cache/contracts
 OPENAPI_VERSION := 23.0.2
 GRAPHQL_SCHEMA_VERSION := 15.26.1
+# The real coding-agent CLIs, pinned; `make agents` installs them into .cache/agents.
+AGENTS := .cache/agents
+CODEX_VERSION := 0.169.0
+CLAUDE_CODE_VERSION := 2.1.197
+PI_VERSION := 0.73.1
+AGENTS_STAMP := $(AGENTS)/.installed-codex-$(CODEX_VERSION)-claude-$(CLAUDE_CODE_VERSION)-pi-$(PI_VERSION)
 PYTEST_ARGS ?=
 # Two workers, a test file at a time, the longest files first (tests/conftest.py);
 # `make test PYTEST_PARALLEL=` runs the suite in one process.
 PYTEST_PARALLEL ?= -n 2 --dist loadfile --no-loadscope-reorder
 
-.PHONY: all demo test lint bench contracts postgres-server systemd-tools sandbox-tools browser clean
+.PHONY: all demo test lint bench contracts agents postgres-server systemd-tools sandbox-tools browser clean
 
 all: test
 
@@ -37,6 +43,22 @@ $(CONTRACTS)/graphql/schema.json:
 	  && mv package/schema.json . && rm -rf package *.tgz
 
 contracts: $(CONTRACTS)/openapi/api.github.com.json $(CONTRACTS)/graphql/schema.json
+
+# The real agent CLIs (Codex, Claude Code, Pi) at pinned versions, for the smoke tests that
+# run them against the local model-API stand-in (tests/support/model_api.py). The stamp names
+# the versions, so changing one reinstalls all three; a failed npm leaves no stamp.
+$(AGENTS_STAMP):
+	rm -rf $(AGENTS) && mkdir -p $(AGENTS)
+	cd $(AGENTS) && npm install --no-audit --no-fund --save-exact --loglevel=error \
+	  @openai/codex@$(CODEX_VERSION) \
+	  @anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) \
+	  @mariozechner/pi-coding-agent@$(PI_VERSION)
+	$(AGENTS)/node_modules/.bin/codex --version
+	$(AGENTS)/node_modules/.bin/claude --version
+	$(AGENTS)/node_modules/.bin/pi --version
+	touch $@
+
+agents: $(AGENTS_STAMP)
 
 # Debian's PostgreSQL server, installed only when no pg_ctl is present.
 postgres-server:
