@@ -11,8 +11,10 @@ unattended. Two things close that:
   JSON file per running agent or hook: the leader's pid (also its process
   group and session id), its start time, a random tag put in its environment,
   and which daemon process started it. The file goes when the session is
-  gone. :meth:`ProcessRegistry.end_orphans`, run before a daemon starts agents,
-  ends what a dead daemon's files still point at.
+  gone. Before the program starts, a *pending* file (pid 0) holds its tag
+  alone: a daemon killed between the start and the recording still leaves a
+  way to find what it started. :meth:`ProcessRegistry.end_orphans`, run
+  before a daemon starts agents, ends what a dead daemon's files still point at.
 
 A pid alone is never trusted: a process counts as the recorded leader only
 with the recorded start time (field 22 of ``/proc/PID/stat``, clock ticks since
@@ -158,7 +160,14 @@ class GroupEntry:
     boot_id: str
 
     @property
+    def pending(self) -> bool:
+        """Written before the program started: only its tag is known."""
+        return self.pid == 0
+
+    @property
     def file_name(self) -> str:
+        if self.pending:
+            return f"pending-{self.tag}.json"
         # With the start time, a recycled pid never overwrites an older entry.
         return f"{self.pid}-{self.start_time}.json"
 
@@ -178,7 +187,10 @@ class GroupEntry:
             if not isinstance(data.get(name), str):
                 raise ValueError(f"{name} is missing or not a string")
         entry = cls(**{name: data[name] for name in (*_INT_FIELDS, *_STR_FIELDS)})
-        if entry.pid <= 1:
+        if entry.pending:
+            if entry.start_time != 0 or len(entry.tag) < 16:
+                raise ValueError("a pending entry has start time 0 and a tag")
+        elif entry.pid <= 1:
             raise ValueError(f"pid {entry.pid} is not an agent's")
         return entry
 
@@ -199,6 +211,9 @@ def orphans_of(entry: GroupEntry, table: Mapping[int, ProcessInfo]) -> frozenset
     stays reserved (Linux does not hand out a pid that is still some group's or
     session's id), so live members of that group or session are the leader's.
     """
+    if entry.pending:
+        # Nothing but the tag is known of a program recorded before it started.
+        return frozenset(p.pid for p in table.values() if p.alive and p.tag == entry.tag)
     leader = table.get(entry.pid)
     recycled = leader is not None and leader.start_time != entry.start_time
     return frozenset(
@@ -286,20 +301,33 @@ class TrackedGroup:
         self.label = label
         self.tag = secrets.token_hex(16)
         self.entry: GroupEntry | None = None
+        self._pending: GroupEntry | None = None
 
     def environment(self, env: Mapping[str, str]) -> dict[str, str]:
         """``env`` with the tag every descendant inherits."""
         return {**env, TAG_ENV: self.tag}
 
+    def starting(self) -> None:
+        """Record the tag before the program starts (never raises: a failure is logged)."""
+        self._pending = self.registry.record_pending(tag=self.tag, kind=self.kind, label=self.label)
+
     def started(self, pid: int) -> None:
         """Record the new session led by ``pid`` (never raises: a failure is logged)."""
         self.entry = self.registry.record(pid, tag=self.tag, kind=self.kind, label=self.label)
+        if self.entry is not None:
+            self._forget_pending()
 
     def ended(self) -> None:
         """Forget the session: call once no process of it is left."""
         if self.entry is not None:
             self.registry.remove(self.entry)
             self.entry = None
+        self._forget_pending()
+
+    def _forget_pending(self) -> None:
+        if self._pending is not None:
+            self.registry.remove(self._pending)
+            self._pending = None
 
 
 class ProcessRegistry:
@@ -315,6 +343,12 @@ class ProcessRegistry:
         """A program to record when it starts: ``kind`` is agent or hook, ``label`` says which."""
         return TrackedGroup(self, kind, label)
 
+    def record_pending(self, *, tag: str, kind: str, label: str) -> GroupEntry | None:
+        """Write the entry of a program about to start: its tag only (pid 0)."""
+        if self._owner is None or not self._boot:
+            return None
+        return self._write(0, 0, tag=tag, kind=kind, label=label)
+
     def record(self, pid: int, *, tag: str, kind: str, label: str) -> GroupEntry | None:
         """Write the entry of the session ``pid`` leads, atomically; None when it could not.
 
@@ -323,9 +357,15 @@ class ProcessRegistry:
         leader = read_process(pid)
         if self._owner is None or not self._boot or leader is None:
             return None
+        return self._write(pid, leader.start_time, tag=tag, kind=kind, label=label)
+
+    def _write(
+        self, pid: int, start_time: int, *, tag: str, kind: str, label: str
+    ) -> GroupEntry | None:
+        assert self._owner is not None
         entry = GroupEntry(
             pid=pid,
-            start_time=leader.start_time,
+            start_time=start_time,
             tag=tag,
             kind=kind,
             label=label,

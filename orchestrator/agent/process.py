@@ -140,25 +140,32 @@ def spawn(
     factory: type[subprocess.Popen[bytes]] = subprocess.Popen
     if track is not None:
         env = track.environment(env)
-    if sandbox is not None:
-        launch = sandbox.launch(argv, cwd=cwd, env=env)
-        argv, env = launch.argv, launch.env
-        if launch.sandboxed:
-            factory = SandboxedProcess
-    prefix = parent_death_prefix()
-    if prefix:
-        argv = [_program(argv[0], env), *argv[1:]]
-    proc = factory(
-        [*prefix, *argv],
-        cwd=cwd,
-        env=dict(env),
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        start_new_session=True,
-        close_fds=True,
-        pass_fds=pass_fds,
-    )
+        # Recorded before the start: a daemon killed in between leaves the tag to find it by.
+        track.starting()
+    try:
+        if sandbox is not None:
+            launch = sandbox.launch(argv, cwd=cwd, env=env)
+            argv, env = launch.argv, launch.env
+            if launch.sandboxed:
+                factory = SandboxedProcess
+        prefix = parent_death_prefix()
+        if prefix:
+            argv = [_program(argv[0], env), *argv[1:]]
+        proc = factory(
+            [*prefix, *argv],
+            cwd=cwd,
+            env=dict(env),
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=pass_fds,
+        )
+    except BaseException:
+        if track is not None:
+            track.ended()
+        raise
     if track is not None:
         track.started(proc.pid)
     return proc

@@ -620,3 +620,47 @@ def test_ending_a_leftover_sandbox_ends_everything_inside_it(
         assert list(folder.iterdir()) == []
     finally:
         terminate_session(leader, 0.1)
+
+
+def test_a_program_started_but_not_yet_recorded_is_found_by_its_pending_tag(
+    tmp_path: Path, tokens: Callable[[], str]
+) -> None:
+    """A daemon killed between starting an agent and recording it: the tag written before
+    the start is enough for the next life to end what it started."""
+    token, tag = tokens(), secrets.token_hex(16)
+    leader = session(f"sleep {token} & exit 0", env={TAG_ENV: tag})
+    leader.wait(10)
+    assert wait_for(lambda: running(token))
+    pending = replace(orphan_entry(os.getpid(), tag=tag), pid=0, start_time=0)
+    assert pending.pending and pending.file_name == f"pending-{tag}.json"
+    folder = tmp_path / "agents"
+
+    report = sweep(folder, pending)
+
+    assert wait_for(lambda: gone(token))
+    assert report.ended and list(folder.iterdir()) == []
+
+
+def test_a_pending_entry_never_targets_processes_without_its_tag(tmp_path: Path) -> None:
+    # Kernel threads have process group and session 0: a pending entry's pid 0 matches none.
+    pending = replace(orphan_entry(os.getpid()), pid=0, start_time=0)
+    report = sweep(tmp_path / "agents", pending)
+    assert report.ended == () and report.removed == 1
+
+
+def test_the_pending_entry_is_replaced_once_the_program_started(tmp_path: Path) -> None:
+    registry = ProcessRegistry(tmp_path / "agents")
+    track = registry.track("agent", "run-9")
+    track.starting()
+    (pending,) = entries(tmp_path / "agents")
+    assert pending.pending and pending.tag == track.tag
+    proc = session("sleep 5", env={TAG_ENV: track.tag})
+    try:
+        track.started(proc.pid)
+        (recorded,) = entries(tmp_path / "agents")
+        assert recorded.pid == proc.pid and recorded.tag == track.tag
+    finally:
+        proc.kill()
+        proc.wait()
+    track.ended()
+    assert entries(tmp_path / "agents") == []

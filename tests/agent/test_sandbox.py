@@ -253,7 +253,11 @@ def test_the_daemons_processes_are_invisible(layout: Layout) -> None:
             for pid in pids
         )
         script += "; echo count; ls /proc | grep -c '^[0-9]'"
-        assert wait_for(lambda: secret.encode() in _environ(stand_in.pid))
+        # Until setpriv has exec'ed sleep, the process is not dumpable after its change of
+        # user, and even its own user cannot read its environment: wait for the exec.
+        assert wait_for(
+            lambda: secret.encode() in _environ(stand_in.pid) and _comm(stand_in.pid) == "sleep"
+        )
         plain = layout.run(script, sandboxed=False)
         assert secret in plain.stdout and f"visible-{stand_in.pid}" in plain.stdout
 
@@ -265,6 +269,13 @@ def test_the_daemons_processes_are_invisible(layout: Layout) -> None:
     finally:
         stand_in.kill()
         stand_in.wait()
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text(encoding="utf-8").strip()
+    except OSError:
+        return ""
 
 
 def _environ(pid: int) -> bytes:

@@ -267,7 +267,8 @@ class PlannerMachine(RuleBasedStateMachine):
             after = world.record
             assert after.workpad.review == before.workpad.review, "review state wiped"
             assert after.workpad.merge == before.workpad.merge, "merge state wiped"
-            assert after.rework_cycles >= before.rework_cycles
+            # Only withdrawing a rework (its reason went away) gives a cycle back.
+            assert after.rework_cycles >= before.rework_cycles - int(action.withdraws_rework)
         elif isinstance(action, Observe):
             if world.record is not None:
                 world.record = apply_observation(world.record, action)
