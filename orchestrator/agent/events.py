@@ -67,3 +67,6 @@ class AgentEvent:
     text: str | None = None
     session_id: str | None = None
     usage: TokenUsage | None = None
+    # The agent is alive but not getting anywhere (a CLI retrying its model API): the
+    # event does not reset the stall watchdog.
+    no_progress: bool = False

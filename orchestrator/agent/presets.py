@@ -57,9 +57,18 @@ class EventMapper:
     ``command`` preset.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, baseline: TokenUsage | None = None) -> None:
         self.session_id: str | None = None
         self._usage = TokenUsage()
+        # What earlier turns of a resumed session already counted (agents that report
+        # a session's running total).
+        self.baseline = baseline or TokenUsage()
+        # Why the turn failed although the agent may exit 0 (its final error), if it did.
+        self.failure: str | None = None
+        # Tools the agent's own permission rules refused it during the turn.
+        self.denied_tools: tuple[str, ...] = ()
+        # What the turn cost, in US dollars, when the agent says.
+        self.cost_usd: float | None = None
 
     @property
     def usage(self) -> TokenUsage:
@@ -91,8 +100,36 @@ class EventMapper:
         return AgentEvent(EventKind.OTHER, raw_type)
 
 
+def _less(total: TokenUsage, earlier: TokenUsage) -> TokenUsage:
+    """``total`` minus ``earlier``, never below zero."""
+    return TokenUsage(
+        input_tokens=max(total.input_tokens - earlier.input_tokens, 0),
+        cached_input_tokens=max(total.cached_input_tokens - earlier.cached_input_tokens, 0),
+        output_tokens=max(total.output_tokens - earlier.output_tokens, 0),
+    )
+
+
+def codex_error_class(message: str) -> str:
+    """``network``, ``auth``, ``quota`` or ``error``: what a Codex error line is about."""
+    lowered = message.lower()
+    if "waiting for network" in lowered or "connection failed" in lowered:
+        return "network"
+    if "401" in lowered or "403" in lowered or "unauthorized" in lowered or "api key" in lowered:
+        return "auth"
+    if "429" in lowered or "quota" in lowered or "rate limit" in lowered:
+        return "quota"
+    return "error"
+
+
 class CodexMapper(EventMapper):
-    """``codex exec --json``: thread.started, turn.*, item.* and error lines."""
+    """``codex exec --json``: thread.started, turn.*, item.* and error lines.
+
+    ``turn.completed`` reports the thread's running total: a resumed turn's usage
+    is that total less the ``baseline`` of the turns before it. ``error`` lines
+    while Codex retries its model API ("Reconnecting...") are no progress: they
+    do not keep the stall watchdog from firing, and the last one names the
+    reason (``codex: network: ...``).
+    """
 
     _TOOL_ITEMS = frozenset({"command_execution", "file_change", "mcp_tool_call", "web_search"})
 
@@ -123,14 +160,23 @@ class CodexMapper(EventMapper):
                 cached_input_tokens=_count(raw.get("cached_input_tokens")),
                 output_tokens=_count(raw.get("output_tokens")),
             )
-            self._usage = self._usage + usage
+            usage = _less(usage, self.baseline)
+            self._usage = usage
             return AgentEvent(EventKind.TURN_COMPLETED, raw_type, usage=usage)
         if raw_type == "turn.failed":
             error = obj.get("error")
-            message = error.get("message") if isinstance(error, dict) else None
-            return AgentEvent(EventKind.ERROR, raw_type, text=_clip(message))
+            message = _clip(error.get("message") if isinstance(error, dict) else None)
+            self.failure = f"{codex_error_class(message or '')}: {message or 'turn failed'}"
+            return AgentEvent(EventKind.ERROR, raw_type, text=self.failure)
         if raw_type == "error":
-            return AgentEvent(EventKind.ERROR, raw_type, text=_clip(obj.get("message")))
+            message = _clip(obj.get("message")) or "error"
+            retrying = message.startswith("Reconnecting")
+            return AgentEvent(
+                EventKind.ERROR,
+                raw_type,
+                text=f"{codex_error_class(message)}: {message}",
+                no_progress=retrying,
+            )
         return AgentEvent(EventKind.OTHER, raw_type)
 
 
@@ -154,8 +200,8 @@ class ClaudeMapper(EventMapper):
     ``result`` line carries the turn's total and replaces the running sum.
     """
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, baseline: TokenUsage | None = None) -> None:
+        super().__init__(baseline)
         self._per_message: dict[str, TokenUsage] = {}
         self._total: TokenUsage | None = None
 
@@ -197,15 +243,46 @@ class ClaudeMapper(EventMapper):
             return AgentEvent(EventKind.OTHER, raw_type, usage=usage)
         if raw_type == "user":
             return AgentEvent(EventKind.TOOL, raw_type, text="tool_result")
+        if raw_type == "system" and obj.get("subtype") == "api_retry":
+            # Claude Code retrying its model API: alive, but no progress.
+            status = obj.get("error_status")
+            retry = f"retrying the model API (status {status})" if status else "retrying"
+            return AgentEvent(EventKind.ERROR, raw_type, text=_clip(retry), no_progress=True)
         if raw_type == "result":
             total = _claude_usage(obj.get("usage"))
             if total is not None:
                 self._total = total
+            self.cost_usd = _dollars(obj.get("total_cost_usd"))
+            self.denied_tools = _denied_tools(obj.get("permission_denials"))
             failed = bool(obj.get("is_error")) or obj.get("subtype") not in (None, "success")
             kind = EventKind.ERROR if failed else EventKind.TURN_COMPLETED
             text = _clip(obj.get("result")) or _clip(obj.get("subtype"))
+            if failed:
+                self.failure = text or "the turn ended in an error"
             return AgentEvent(kind, raw_type, text=text, session_id=session, usage=total)
         return AgentEvent(EventKind.OTHER, raw_type)
+
+
+def _dollars(value: object) -> float | None:
+    """A cost the agent reports: a finite number of dollars >= 0, at most a million."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if not math.isfinite(value) or value < 0:
+        return None
+    return min(float(value), 1_000_000.0)
+
+
+def _denied_tools(raw: object) -> tuple[str, ...]:
+    """The distinct tool names of Claude Code's ``permission_denials``, in order."""
+    if not isinstance(raw, list):
+        return ()
+    names: list[str] = []
+    for item in raw[:100]:
+        name = item.get("tool_name") if isinstance(item, dict) else None
+        clipped = _clip(name)
+        if clipped and clipped not in names:
+            names.append(clipped[:100])
+    return tuple(names)
 
 
 class PiMapper(EventMapper):
@@ -236,7 +313,14 @@ class PiMapper(EventMapper):
                 self._usage = self._usage + usage
             if message.get("stopReason") in ("error", "aborted"):
                 text = _clip(message.get("errorMessage")) or _clip(message.get("stopReason"))
+                # Pi exits 0 after an error: the turn failed unless a later reply succeeds.
+                self.failure = text
                 return AgentEvent(EventKind.ERROR, raw_type, text=text, usage=usage)
+            self.failure = None
+            cost = raw.get("cost") if isinstance(raw, dict) else None
+            spent = _dollars(cost.get("total") if isinstance(cost, dict) else None)
+            if spent is not None:
+                self.cost_usd = (self.cost_usd or 0.0) + spent
             blocks = message.get("content")
             blocks = blocks if isinstance(blocks, list) else []
             texts = [
@@ -246,6 +330,10 @@ class PiMapper(EventMapper):
             return AgentEvent(EventKind.MESSAGE, raw_type, text=_clip(joined), usage=usage)
         if raw_type in ("tool_execution_start", "tool_execution_end"):
             return AgentEvent(EventKind.TOOL, raw_type, text=_clip(obj.get("toolName")))
+        if raw_type == "auto_retry_start":
+            # Pi retrying its model API: alive, but no progress.
+            text = _clip(obj.get("errorMessage")) or "retrying the model API"
+            return AgentEvent(EventKind.ERROR, raw_type, text=text, no_progress=True)
         if raw_type == "agent_end":
             return AgentEvent(EventKind.TURN_COMPLETED, raw_type)
         return AgentEvent(EventKind.OTHER, raw_type)
@@ -259,9 +347,9 @@ _MAPPERS: dict[AgentPreset, type[EventMapper]] = {
 }
 
 
-def new_mapper(preset: AgentPreset) -> EventMapper:
-    """A fresh mapper for one turn of ``preset``."""
-    return _MAPPERS[preset]()
+def new_mapper(preset: AgentPreset, baseline: TokenUsage | None = None) -> EventMapper:
+    """A fresh mapper for one turn of ``preset`` (``baseline``: a resumed session's usage)."""
+    return _MAPPERS[preset](baseline)
 
 
 def supports_resume(preset: AgentPreset) -> bool:

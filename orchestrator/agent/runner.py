@@ -137,6 +137,8 @@ class _Progress:
     last_event: float | None = None
     last_message: str | None = None
     last_error: str | None = None
+    # Events that said the agent is alive but not getting anywhere (retrying its API).
+    retries: int = 0
 
 
 class AgentRunner:
@@ -212,7 +214,7 @@ class AgentTurn:
         git_env = self.runner.environment.build().variables
         hook_env = self.runner.environment.build(files.variables).variables
         progress = _Progress(started=time.monotonic())
-        mapper = new_mapper(self.runner.settings.preset)
+        mapper = new_mapper(self.runner.settings.preset, self.request.usage_baseline)
         command = build_command(
             self.runner.settings,
             prompt_file=files.prompt,
@@ -235,7 +237,26 @@ class AgentTurn:
             self._after_run(hook_env)
         head_after = self._snapshot(git_env)
         results = self._results(files.result_dir, head_after)
-        outcome, message = self._conclude(outcome, message, exit_code, results, progress)
+        outcome, message = self._conclude(
+            outcome,
+            message,
+            exit_code,
+            results,
+            progress,
+            mapper=mapper,
+            stderr_log=files.stderr_log,
+        )
+        if (
+            outcome is TurnOutcome.COMPLETED
+            and mapper.denied_tools
+            and not _moved(head_before, head_after)
+        ):
+            outcome, message = (
+                TurnOutcome.FAILED,
+                f"{self.runner.settings.preset.value} was refused the tools "
+                f"{', '.join(mapper.denied_tools)} and made no commit: allow them "
+                "(agent.permissions, agent.extra_args)",
+            )
         result = TurnResult(
             run_id=self.run_id,
             phase=self.request.phase,
@@ -258,6 +279,7 @@ class AgentTurn:
             stderr_tail=redact_text(_tail(files.stderr_log, STDERR_TAIL_BYTES)),
             last_message=progress.last_message,
             command=command,
+            cost_usd=mapper.cost_usd,
         )
         self._log_exit(result)
         return result
@@ -405,14 +427,23 @@ class AgentTurn:
         exit_code: int | None,
         results: ResultFiles,
         progress: _Progress,
+        *,
+        mapper: EventMapper,
+        stderr_log: Path,
     ) -> tuple[TurnOutcome, str]:
         if outcome is not None:
             return outcome, message
+        preset = self.runner.settings.preset.value
         if exit_code != 0:
-            detail = f": {progress.last_error}" if progress.last_error else ""
+            # The agent's own last error, else the last line it wrote on stderr.
+            reason = mapper.failure or progress.last_error or _last_line(stderr_log)
+            detail = f": {reason}" if reason else ""
             if exit_code is not None and exit_code < 0:
                 return TurnOutcome.FAILED, f"agent was killed by signal {-exit_code}{detail}"
             return TurnOutcome.FAILED, f"agent exited with code {exit_code}{detail}"
+        if mapper.failure is not None:
+            # Some agents (pi) exit 0 after their model API failed.
+            return TurnOutcome.FAILED, f"{preset}: {mapper.failure}"
         if results.errors:
             return TurnOutcome.INVALID_RESULTS, "; ".join(str(e) for e in results.errors)
         return TurnOutcome.COMPLETED, "agent finished"
@@ -533,9 +564,11 @@ class AgentTurn:
         quiet_since = progress.last_event if progress.last_event is not None else progress.started
         armed = progress.first_event is not None or not first
         if stall and armed and (now - quiet_since) * 1000 >= stall:
+            last = f"; last error: {progress.last_error}" if progress.last_error else ""
+            what = "no progress" if progress.retries else "no event"
             return (
                 TurnOutcome.STALLED,
-                f"stalled: no event for {stall} ms (after {progress.events} events)",
+                f"stalled: {what} for {stall} ms (after {progress.events} events){last}",
             )
         turn = settings.turn_timeout_ms
         if turn and elapsed_ms >= turn:
@@ -596,7 +629,10 @@ class AgentTurn:
                 after_ms=round((now - progress.started) * 1000),
                 event_type=event.raw_type,
             )
-        progress.last_event = now
+        if event.no_progress:
+            progress.retries += 1
+        else:
+            progress.last_event = now
         if event.kind is EventKind.ERROR and event.text:
             progress.last_error = event.text
         elif event.text and event.kind in (EventKind.MESSAGE, EventKind.TURN_COMPLETED):
@@ -625,6 +661,19 @@ def _write_new(path: Path, data: bytes) -> None:
 
 def _since(moment: float | None, start: float) -> float | None:
     return None if moment is None else max(0.0, moment - start)
+
+
+def _moved(before: HeadSnapshot | None, after: HeadSnapshot) -> bool:
+    return before is not None and after.sha is not None and after.sha != before.sha
+
+
+def _last_line(path: Path) -> str | None:
+    """The last non-empty line of the agent's stderr, flattened and bounded (None: nothing)."""
+    for line in reversed(_tail(path, 4_096).splitlines()):
+        flat = " ".join(line.split())
+        if flat:
+            return redact_text(flat[:300])
+    return None
 
 
 def _tail(path: Path, limit: int) -> str:

@@ -71,6 +71,9 @@ class TurnRequest:
     run_id: str = field(default_factory=new_run_id)
     resume_session_id: str | None = None
     required_results: frozenset[ResultFile] = frozenset()
+    # Tokens the resumed session's earlier turns already recorded (for agents that
+    # report a session's running total).
+    usage_baseline: TokenUsage | None = None
 
     def __post_init__(self) -> None:
         if self.attempt < 1:
@@ -106,6 +109,8 @@ class TurnResult:
     stderr_tail: str
     last_message: str | None
     command: str
+    # What the turn cost in US dollars, when the agent reports it.
+    cost_usd: float | None = None
 
     @property
     def succeeded(self) -> bool:

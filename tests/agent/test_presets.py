@@ -150,7 +150,8 @@ def test_codex_events() -> None:
     assert mapper.session_id == "0199a213-81c0-7800-8aa1-bbab2a035a53"
     assert mapper.usage == TokenUsage(24763, 24448, 122)
     failed = mapper.map({"type": "turn.failed", "error": {"message": "rate limited"}})
-    assert (failed.kind, failed.text) == (EventKind.ERROR, "rate limited")
+    assert (failed.kind, failed.text) == (EventKind.ERROR, "quota: rate limited")
+    assert mapper.failure == "quota: rate limited"
 
 
 def test_claude_events_count_usage_once_per_message_and_prefer_the_total() -> None:
