@@ -1,13 +1,24 @@
 """Presets for real coding agents: the command each runs and how its JSON lines are read.
 
-- ``codex``: ``codex exec --json -`` (prompt on stdin); resumed with
-  ``codex exec --json resume SESSION_ID -``.
-- ``claude``: ``claude -p --output-format stream-json --verbose`` (prompt on
-  stdin); resumed with ``--resume SESSION_ID``.
-- ``pi``: ``pi --mode json @PROMPT_FILE``; resumed with ``--continue`` (the
-  latest session of the working directory, which is the issue's workspace).
+Verified with Codex 0.169.0, Claude Code 2.1.197 and Pi 0.73.1 (docs/agent.md,
+"Presets"); the prompt always goes on stdin, once.
+
+- ``codex``: ``codex exec --json --sandbox danger-full-access -`` (Codex's own
+  ``workspace-write`` sandbox keeps ``.git`` read-only, so no commit could be
+  made; isolation is the product's sandbox); ``agent.permissions: full`` gives
+  ``--dangerously-bypass-approvals-and-sandbox``. Resumed with
+  ``... resume SESSION_ID -``.
+- ``claude``: ``claude -p --output-format stream-json --verbose --allowedTools
+  Bash,Edit,Write,Read,Glob,Grep`` (its default permissions deny Bash, so no
+  commit); ``full`` gives ``--permission-mode bypassPermissions`` (refused as
+  root unless the agent's environment says ``IS_SANDBOX=1``). Resumed with
+  ``--resume SESSION_ID``.
+- ``pi``: ``pi --mode json``; resumed with ``--session SESSION_ID``.
 - ``command``: any program that follows the contract in docs/agent.md; the
   previous session id is given to it as ``ORCHESTRATOR_SESSION_ID``.
+
+``agent.extra_args`` come after the preset's flags (before ``resume`` and the
+prompt).
 
 The event shapes are those the agents document for their JSON modes; fields a
 mapper does not know are ignored, so a newer agent version degrades to
@@ -23,9 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.agent.events import MAX_TOKEN_COUNT, AgentEvent, EventKind, TokenUsage
-from orchestrator.agent.settings import AgentPreset, AgentSettings
+from orchestrator.agent.settings import AgentPermissions, AgentPreset, AgentSettings
 
 TEXT_LIMIT = 2_000
+# Claude Code's tools a workspace agent needs: read, search, edit files and run commands.
+CLAUDE_WORKSPACE_TOOLS = "Bash,Edit,Write,Read,Glob,Grep"
+
 # Session ids end up on a command line: accept only plain tokens, never an option.
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
 
@@ -357,33 +371,49 @@ def supports_resume(preset: AgentPreset) -> bool:
     return preset is not AgentPreset.COMMAND
 
 
+def preset_flags(settings: AgentSettings) -> list[str]:
+    """The flags that let the preset's CLI edit, run commands and commit (``agent.permissions``)."""
+    full = settings.permissions is AgentPermissions.FULL
+    if settings.preset is AgentPreset.CODEX:
+        if full:
+            return ["--dangerously-bypass-approvals-and-sandbox"]
+        return ["--sandbox", "danger-full-access"]
+    if settings.preset is AgentPreset.CLAUDE:
+        if full:
+            return ["--permission-mode", "bypassPermissions"]
+        return ["--allowedTools", CLAUDE_WORKSPACE_TOOLS]
+    return []
+
+
 def build_command(
     settings: AgentSettings, *, prompt_file: Path, resume_session_id: str | None
 ) -> str:
-    """The shell command (run with ``bash -lc``) for one turn.
+    """The shell command (run with ``bash -lc``) for one turn; the prompt comes on stdin.
 
     For the agent presets, ``settings.command`` replaces the program name (a
     path or a wrapper such as ``npx -y @openai/codex``) and is used as written;
-    everything else is quoted.
+    everything else is quoted. ``prompt_file`` is the same prompt, for the
+    ``command`` preset's programs that prefer a file.
     """
+    del prompt_file
     preset = settings.preset
     if preset is AgentPreset.COMMAND:
         assert settings.command is not None
         return settings.command
     program = settings.command or preset.value
-    extra = [shlex.quote(arg) for arg in settings.extra_args]
+    flags = [shlex.quote(arg) for arg in (*preset_flags(settings), *settings.extra_args)]
     resume = valid_session_id(resume_session_id)
     if preset is AgentPreset.CODEX:
-        parts = [program, "exec", "--json", *extra]
+        parts = [program, "exec", "--json", *flags]
         if resume:
             parts += ["resume", shlex.quote(resume)]
         return " ".join([*parts, "-"])
     if preset is AgentPreset.CLAUDE:
-        parts = [program, "-p", "--output-format", "stream-json", "--verbose", *extra]
+        parts = [program, "-p", "--output-format", "stream-json", "--verbose", *flags]
         if resume:
             parts += ["--resume", shlex.quote(resume)]
         return " ".join(parts)
-    parts = [program, "--mode", "json", *extra]
+    parts = [program, "--mode", "json", *flags]
     if resume:
-        parts.append("--continue")
-    return " ".join([*parts, shlex.quote(f"@{prompt_file}")])
+        parts += ["--session", shlex.quote(resume)]
+    return " ".join(parts)

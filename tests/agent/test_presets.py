@@ -244,29 +244,40 @@ def test_session_ids_are_plain_tokens(value: object, valid: bool) -> None:
 
 def test_preset_commands() -> None:
     codex = AgentSettings(preset=AgentPreset.CODEX)
-    assert build_command(codex, prompt_file=PROMPT, resume_session_id=None) == "codex exec --json -"
-    assert (
-        build_command(codex, prompt_file=PROMPT, resume_session_id="th-1")
-        == "codex exec --json resume th-1 -"
+    assert build_command(codex, prompt_file=PROMPT, resume_session_id=None) == (
+        "codex exec --json --sandbox danger-full-access -"
     )
-    claude = AgentSettings(preset="claude", extra_args=("--permission-mode", "acceptEdits"))
+    assert build_command(codex, prompt_file=PROMPT, resume_session_id="th-1") == (
+        "codex exec --json --sandbox danger-full-access resume th-1 -"
+    )
+    full = AgentSettings(preset=AgentPreset.CODEX, permissions="full")
+    assert build_command(full, prompt_file=PROMPT, resume_session_id=None) == (
+        "codex exec --json --dangerously-bypass-approvals-and-sandbox -"
+    )
+    claude = AgentSettings(preset="claude", extra_args=("--model", "opus"))
     assert build_command(claude, prompt_file=PROMPT, resume_session_id=None) == (
-        "claude -p --output-format stream-json --verbose --permission-mode acceptEdits"
+        "claude -p --output-format stream-json --verbose "
+        "--allowedTools Bash,Edit,Write,Read,Glob,Grep --model opus"
     )
     assert build_command(claude, prompt_file=PROMPT, resume_session_id="s-9").endswith(
         "--resume s-9"
     )
+    claude_full = AgentSettings(preset="claude", permissions="full")
+    assert "--permission-mode bypassPermissions" in build_command(
+        claude_full, prompt_file=PROMPT, resume_session_id=None
+    )
     pi = AgentSettings(preset="pi", command="/opt/pi/bin/pi")
+    # The prompt goes on stdin only: pi joins stdin and @file, so it would get it twice.
     assert build_command(pi, prompt_file=PROMPT, resume_session_id=None) == (
-        "/opt/pi/bin/pi --mode json @/work/ws/.orchestrator/prompt.md"
+        "/opt/pi/bin/pi --mode json"
     )
     assert build_command(pi, prompt_file=PROMPT, resume_session_id="p-1") == (
-        "/opt/pi/bin/pi --mode json --continue @/work/ws/.orchestrator/prompt.md"
+        "/opt/pi/bin/pi --mode json --session p-1"
     )
     command = AgentSettings(command="my-agent --fast")
     assert build_command(command, prompt_file=PROMPT, resume_session_id="s") == "my-agent --fast"
     hostile = build_command(codex, prompt_file=PROMPT, resume_session_id="x; rm -rf /")
-    assert hostile == "codex exec --json -"
+    assert hostile == "codex exec --json --sandbox danger-full-access -"
     assert supports_resume(AgentPreset.CLAUDE) and not supports_resume(AgentPreset.COMMAND)
 
 
@@ -287,6 +298,16 @@ def _fake_agent(tmp_path: Path, name: str, stream: list[dict[str, Any]]) -> tupl
     return str(program), argv_file
 
 
+CLAUDE_FLAGS = (
+    "-p",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--allowedTools",
+    "Bash,Edit,Write,Read,Glob,Grep",
+)
+
+
 @pytest.mark.parametrize(
     ("preset", "stream", "session", "usage", "argv_first", "argv_resumed"),
     [
@@ -295,24 +316,32 @@ def _fake_agent(tmp_path: Path, name: str, stream: list[dict[str, Any]]) -> tupl
             CODEX_STREAM,
             "0199a213-81c0-7800-8aa1-bbab2a035a53",
             TokenUsage(24763, 24448, 122),
-            ["exec", "--json", "-"],
-            ["exec", "--json", "resume", "0199a213-81c0-7800-8aa1-bbab2a035a53", "-"],
+            ["exec", "--json", "--sandbox", "danger-full-access", "-"],
+            [
+                "exec",
+                "--json",
+                "--sandbox",
+                "danger-full-access",
+                "resume",
+                "0199a213-81c0-7800-8aa1-bbab2a035a53",
+                "-",
+            ],
         ),
         (
             "claude",
             CLAUDE_STREAM,
             "5b6f-42",
             TokenUsage(6320, 6000, 50),
-            ["-p", "--output-format", "stream-json", "--verbose"],
-            ["-p", "--output-format", "stream-json", "--verbose", "--resume", "5b6f-42"],
+            [*CLAUDE_FLAGS],
+            [*CLAUDE_FLAGS, "--resume", "5b6f-42"],
         ),
         (
             "pi",
             PI_STREAM,
             "ccd569e0-4e1b",
             TokenUsage(1160, 1000, 22),
-            ["--mode", "json", "@PROMPT"],
-            ["--mode", "json", "--continue", "@PROMPT"],
+            ["--mode", "json"],
+            ["--mode", "json", "--session", "ccd569e0-4e1b"],
         ),
     ],
 )
