@@ -43,6 +43,7 @@ from typing import Any
 from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource, TurnRequest, Workspace
 from orchestrator.agent.errors import AgentLayerError
+from orchestrator.agent.events import TokenUsage
 from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, git_ok, run_git
 from orchestrator.agent.results import CONTEXT_FILE
 from orchestrator.agent.safe_files import write_file
@@ -186,6 +187,10 @@ class TurnRunner:
                 resume = None
                 if job.dispatch.reason not in FRESH_START_REASONS:
                     resume = self.db.runs.last_session(job.issue_id, phase.value)
+                baseline = None
+                if resume is not None:
+                    spent = self.db.runs.session_usage(job.issue_id, resume)
+                    baseline = TokenUsage(*spent)
                 request = TurnRequest(
                     workspace=workspace,
                     prompt=prompt,
@@ -193,6 +198,7 @@ class TurnRunner:
                     attempt=job.dispatch.attempt,
                     run_id=slot.run_id,
                     resume_session_id=resume,
+                    usage_baseline=baseline,
                 )
                 turn = job.agents.runner.prepare(request)
                 self.db.runs.start(
@@ -225,9 +231,11 @@ class TurnRunner:
                     "now": self.clock(),
                     "error": None if result.succeeded else result.message,
                     "input_tokens": result.usage.input_tokens,
+                    "cached_input_tokens": result.usage.cached_input_tokens,
                     "output_tokens": result.usage.output_tokens,
                     "total_tokens": result.usage.total_tokens,
                     "session_id": result.session_id,
+                    "cost_usd": result.cost_usd,
                 }
         except (AgentLayerError, PromptRenderError, GitHubError, RateLimited, OSError) as error:
             kind = OutcomeKind.CANCELLED if slot.cancel_event.is_set() else OutcomeKind.FAILED

@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import (
     JSON,
     BigInteger,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -140,8 +141,12 @@ class AgentRun(Base):
     outcome: Mapped[str | None] = mapped_column(String(40))
     error: Mapped[str | None] = mapped_column(Text)
     input_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    # The part of input_tokens the model read from its cache.
+    cached_input_tokens: Mapped[int | None] = mapped_column(BigInteger)
     output_tokens: Mapped[int | None] = mapped_column(BigInteger)
     total_tokens: Mapped[int | None] = mapped_column(BigInteger)
+    # What the turn cost in US dollars, when the agent reported it.
+    cost_usd: Mapped[float | None] = mapped_column(Float)
     # The rendered prompt the agent was given, for the dashboard's timeline.
     prompt: Mapped[str | None] = mapped_column(Text)
     # The agent's own session id, to resume it on the next turn of the same phase.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from orchestrator.store.fencing import database_now
@@ -67,9 +67,11 @@ class RunStore:
         now: datetime,
         error: str | None = None,
         input_tokens: int | None = None,
+        cached_input_tokens: int | None = None,
         output_tokens: int | None = None,
         total_tokens: int | None = None,
         session_id: str | None = None,
+        cost_usd: float | None = None,
     ) -> bool:
         """Close the run; False if it was already closed (for example marked interrupted)."""
         with self._sessions.begin() as session:
@@ -82,9 +84,11 @@ class RunStore:
                     outcome=outcome,
                     error=error,
                     input_tokens=input_tokens,
+                    cached_input_tokens=cached_input_tokens,
                     output_tokens=output_tokens,
                     total_tokens=total_tokens,
                     session_id=session_id,
+                    cost_usd=cost_usd,
                 )
             )
             return bool(result.rowcount)  # type: ignore[attr-defined]
@@ -127,6 +131,23 @@ class RunStore:
                 .order_by(AgentRun.id.desc())
                 .limit(1)
             )
+
+    def session_usage(self, issue_id: int, session_id: str) -> tuple[int, int, int]:
+        """Input, cached input and output tokens the issue's finished runs of one agent
+        session recorded: what a resumed turn's running total already counted."""
+        with self._sessions() as session:
+            row = session.execute(
+                select(
+                    func.coalesce(func.sum(AgentRun.input_tokens), 0),
+                    func.coalesce(func.sum(AgentRun.cached_input_tokens), 0),
+                    func.coalesce(func.sum(AgentRun.output_tokens), 0),
+                ).where(
+                    AgentRun.issue_id == issue_id,
+                    AgentRun.session_id == session_id,
+                    AgentRun.ended_at.is_not(None),
+                )
+            ).one()
+        return int(row[0] or 0), int(row[1] or 0), int(row[2] or 0)
 
     def running(self) -> list[AgentRun]:
         with self._sessions() as session:

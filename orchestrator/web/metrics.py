@@ -116,6 +116,14 @@ class OrchestratorCollector(Collector):
                 .where(AgentRun.ended_at.is_not(None))
                 .group_by(AgentRun.phase, AgentRun.outcome)
             ).all()
+            spent = session.execute(
+                select(
+                    func.coalesce(func.sum(AgentRun.input_tokens), 0),
+                    func.coalesce(func.sum(AgentRun.cached_input_tokens), 0),
+                    func.coalesce(func.sum(AgentRun.output_tokens), 0),
+                    func.coalesce(func.sum(AgentRun.cost_usd), 0.0),
+                ).where(AgentRun.ended_at.is_not(None))
+            ).one()
             effects = session.execute(
                 select(SideEffect.kind, SideEffect.status, func.count()).group_by(
                     SideEffect.kind, SideEffect.status
@@ -133,6 +141,19 @@ class OrchestratorCollector(Collector):
         for phase, outcome, count in runs:
             outcomes.add_metric([phase, outcome or "unknown"], count)
         yield outcomes
+        tokens = CounterMetricFamily(
+            "orchestrator_agent_tokens",
+            "Tokens the agents reported, by kind (input includes cached_input).",
+            labels=["kind"],
+        )
+        for kind, spent_tokens in zip(("input", "cached_input", "output"), spent[:3], strict=True):
+            tokens.add_metric([kind], int(spent_tokens or 0))
+        yield tokens
+        cost = CounterMetricFamily(
+            "orchestrator_agent_cost_usd", "What the agents reported their turns cost, in USD."
+        )
+        cost.add_metric([], float(spent[3] or 0.0))
+        yield cost
         side_effects = CounterMetricFamily(
             "orchestrator_side_effects",
             "Side effects by kind and outcome.",
