@@ -288,6 +288,8 @@ def timeline(db: Database, repo: str, number: int) -> dict[str, Any] | None:
                 "error": r.error,
                 "duration_s": (r.ended_at - r.started_at).total_seconds() if r.ended_at else None,
                 "total_tokens": r.total_tokens,
+                "cached_input_tokens": r.cached_input_tokens,
+                "cost_usd": r.cost_usd,
                 "replica_id": r.replica_id,
             }
             for r in runs
