@@ -133,6 +133,26 @@ def test_runs_lifecycle_and_interruption(database: Database) -> None:
     assert runs["r2"].outcome == "interrupted"
 
 
+def test_a_sessions_usage_sums_its_finished_runs(database: Database) -> None:
+    issue_id = _issue(database)
+    for run_id, session, tokens in (("s1", "th-1", 10), ("s2", "th-1", 5), ("s3", "th-2", 7)):
+        database.runs.start(run_id, issue_id=issue_id, phase="rework", attempt=1, now=NOW)
+        database.runs.finish(
+            run_id,
+            outcome="completed",
+            now=NOW,
+            input_tokens=tokens * 100,
+            cached_input_tokens=tokens * 10,
+            output_tokens=tokens,
+            session_id=session,
+            cost_usd=0.5,
+        )
+    assert database.runs.session_usage(issue_id, "th-1") == (1500, 150, 15)
+    assert database.runs.session_usage(issue_id, "none") == (0, 0, 0)
+    (run,) = [r for r in database.runs.for_issue(issue_id) if r.run_id == "s3"]
+    assert run.cost_usd == 0.5 and run.cached_input_tokens == 70
+
+
 def test_leases_exclusive_until_expiry(database: Database) -> None:
     ttl = timedelta(seconds=30)
     assert database.leases.acquire("poll:acme/app", "a", ttl=ttl, now=NOW)

@@ -97,7 +97,16 @@ def populate(db: Database) -> None:
     db.runs.start(
         "run-1", issue_id=first.id, phase="implementing", attempt=1, now=NOW - timedelta(minutes=29)
     )
-    db.runs.finish("run-1", outcome="completed", now=NOW - timedelta(minutes=21), total_tokens=1234)
+    db.runs.finish(
+        "run-1",
+        outcome="completed",
+        now=NOW - timedelta(minutes=21),
+        input_tokens=1000,
+        cached_input_tokens=400,
+        output_tokens=234,
+        total_tokens=1234,
+        cost_usd=0.25,
+    )
     second = db.issues.ensure("acme/app", 9, title="Fix y", phase=Phase.IMPLEMENTING, now=NOW)
     db.outbox.refuse(
         "acme/app#9:merge_pr:c",

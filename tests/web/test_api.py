@@ -157,6 +157,10 @@ def test_metrics_parse_as_prometheus_text(site_factory) -> None:  # type: ignore
         for s in f.samples
     }
     assert samples[("orchestrator_ticks_total", ())] == 42
+    assert samples[("orchestrator_agent_tokens_total", (("kind", "input"),))] == 1000
+    assert samples[("orchestrator_agent_tokens_total", (("kind", "cached_input"),))] == 400
+    assert samples[("orchestrator_agent_tokens_total", (("kind", "output"),))] == 234
+    assert samples[("orchestrator_agent_cost_usd_total", ())] == 0.25
     assert samples[("orchestrator_issues", (("phase", "waiting_for_checks"),))] == 1
     assert (
         samples[

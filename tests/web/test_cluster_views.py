@@ -37,6 +37,8 @@ STOPPED = "replica-d"
 CLUSTER_FAMILIES = {
     "orchestrator_issues",
     "orchestrator_agent_runs",
+    "orchestrator_agent_tokens",
+    "orchestrator_agent_cost_usd",
     "orchestrator_side_effects",
     "orchestrator_replica_alive",
     "orchestrator_turns_claimed",
