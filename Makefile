@@ -44,8 +44,9 @@ $(CONTRACTS)/graphql/schema.json:
 
 contracts: $(CONTRACTS)/openapi/api.github.com.json $(CONTRACTS)/graphql/schema.json
 
-# The real agent CLIs (Codex, Claude Code, Pi) at pinned versions, for the smoke tests that
-# run them against the local model-API stand-in (tests/support/model_api.py). The stamp names
+# The real agent CLIs (Codex, Claude Code, Pi) at pinned versions, for the tests that
+# run them against the local model-API stand-in (tests/support/model_api.py), alone and
+# through the daemon; `make test` installs them and fails (never skips) without them. The stamp names
 # the versions, so changing one reinstalls all three; a failed npm leaves no stamp.
 $(AGENTS_STAMP):
 	rm -rf $(AGENTS) && mkdir -p $(AGENTS)
@@ -91,9 +92,9 @@ browser:
 demo: $(STAMP)
 	$(BIN)/orchestrator demo
 
-test: $(STAMP) contracts postgres-server systemd-tools sandbox-tools browser
+test: $(STAMP) contracts agents postgres-server systemd-tools sandbox-tools browser
 	ORCHESTRATOR_REQUIRE_PG=1 ORCHESTRATOR_REQUIRE_SYSTEMD=1 ORCHESTRATOR_REQUIRE_BROWSER=1 \
-	  ORCHESTRATOR_REQUIRE_SANDBOX=1 bash tests/support/with-postgres.sh $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
+	  ORCHESTRATOR_REQUIRE_SANDBOX=1 ORCHESTRATOR_REQUIRE_AGENTS=1 bash tests/support/with-postgres.sh $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

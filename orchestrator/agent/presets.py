@@ -385,6 +385,23 @@ def preset_flags(settings: AgentSettings) -> list[str]:
     return []
 
 
+def permissions_summary(settings: AgentSettings, *, sandboxed: bool) -> str:
+    """What the agent may do with these settings, in one line (``orchestrator validate``)."""
+    if settings.preset is AgentPreset.COMMAND:
+        what = "whatever agent.command allows"
+    elif settings.permissions is AgentPermissions.FULL:
+        what = f"anything ({settings.preset.value}'s own checks are off)"
+    else:
+        what = "edit files, run commands and commit in its workspace"
+    where = (
+        "inside the sandbox: only its workspace and home are writable, the daemon's files "
+        "hidden; the network is shared"
+        if sandboxed
+        else "with no OS sandbox: everything the daemon's user may read and write"
+    )
+    return f"{what}; {where}"
+
+
 def build_command(
     settings: AgentSettings, *, prompt_file: Path, resume_session_id: str | None
 ) -> str:

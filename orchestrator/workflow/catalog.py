@@ -41,6 +41,8 @@ class ValueType:
     enum: type[StrEnum] | None = None
     item: ValueType | None = None
     key: ValueType | None = None
+    # A list whose items may repeat (command-line arguments): no duplicate check.
+    repeats: bool = False
 
 
 @dataclass(frozen=True)
@@ -111,9 +113,12 @@ def _walk(cls: type[Any], prefix: str) -> Iterable[SettingSpec]:
         if f.metadata.get("section"):
             yield from _walk(hints[f.name], path + ".")
             continue
+        value_type = _value_type(hints[f.name])
+        if f.metadata.get("repeats"):
+            value_type = dataclasses.replace(value_type, repeats=True)
         yield SettingSpec(
             path=path,
-            type=_value_type(hints[f.name]),
+            type=value_type,
             default=_default_of(f),
             doc=str(f.metadata["doc"]),
             minimum=f.metadata.get("minimum"),

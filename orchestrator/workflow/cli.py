@@ -30,7 +30,9 @@ def _report_problems(check: WorkflowCheck) -> None:
 
 def _report_sandbox(workflow: Workflow, *, quiet: bool) -> bool:
     """The agents' sandbox on this machine; False when the daemon would refuse to start here."""
+    from orchestrator.agent.presets import build_command, permissions_summary
     from orchestrator.runtime.containment import SandboxRefused, decide, probe_for
+    from orchestrator.runtime.wiring import agent_settings
 
     policy = workflow.policy
     try:
@@ -40,6 +42,13 @@ def _report_sandbox(workflow: Workflow, *, quiet: bool) -> bool:
         return False
     if not quiet:
         click.echo(f"\n  agent sandbox on this machine: {decision.mode} ({decision.reason})")
+        settings = agent_settings(policy)
+        command = build_command(
+            settings, prompt_file=Path(".orchestrator/prompt.md"), resume_session_id=None
+        )
+        click.echo(f"  agent command: {command} (prompt on stdin)")
+        sandboxed = decision.mode != "none"
+        click.echo(f"  the agent may: {permissions_summary(settings, sandboxed=sandboxed)}")
     return True
 
 

@@ -154,7 +154,7 @@ def _list(c: Conversion, vt: ValueType, raw: object, sub: str, textual: bool) ->
     ]
     seen: set[object] = set()
     for index, item in enumerate(items):
-        if item in seen:
+        if item in seen and not vt.repeats:
             raise ConversionError(f"{item} is listed twice", f"{sub}[{index}]")
         seen.add(item)
     return tuple(items)

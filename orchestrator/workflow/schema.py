@@ -200,7 +200,8 @@ class AgentSettings:
         default=(),
         metadata=meta(
             doc="Flags appended to the preset's command line (presets `codex`, `claude`, `pi`), "
-            "before the prompt and the resume arguments."
+            "before the prompt and the resume arguments.",
+            repeats=True,
         ),
     )
     permissions: AgentPermissions = field(

@@ -90,6 +90,7 @@ def meta(
     sensitive: bool = False,
     shell_text: bool = False,
     section: bool = False,
+    repeats: bool = False,
 ) -> Mapping[str, object]:
     """The metadata of a schema field: its documentation, limits and handling.
 
@@ -98,7 +99,8 @@ def meta(
     ``$VAR`` reference are shown only by the variable's name, redacted from
     logs and kept from the prompt; ``shell_text`` values are shell code, so
     ``$VAR`` in them is left for the shell to expand; ``section`` marks a
-    nested group of settings.
+    nested group of settings; ``repeats`` lets a list hold the same item twice
+    (command-line arguments such as ``-c a -c b``).
     """
     return MappingProxyType(
         {
@@ -109,5 +111,6 @@ def meta(
             "sensitive": sensitive,
             "shell": shell_text,
             "section": section,
+            "repeats": repeats,
         }
     )

@@ -187,3 +187,6 @@ def test_validate_shows_the_sandbox_and_fails_where_the_daemon_would_not_start(
     assert result.exit_code == 0, result.output
     assert "agent.allow_unsandboxed: warning: is true" in result.output
     assert "agent sandbox on this machine: none (auto: " in result.output
+    assert "  agent command: " in result.output and "(prompt on stdin)" in result.output
+    assert "the agent may: " in result.output
+    assert "with no OS sandbox: everything the daemon's user may read and write" in result.output
