@@ -141,4 +141,5 @@ class TurnResult:
             fix_summary=results.fix_summary or results.error_for(ResultFile.FIX_SUMMARY),
             blocked=results.blocked or results.error_for(ResultFile.BLOCKED),
             pr_description=results.pr_description or results.error_for(ResultFile.PR_DESCRIPTION),
+            reason=None if self.succeeded else " ".join(self.message.split())[:500] or None,
         )

@@ -60,6 +60,8 @@ def blocked_question(outcome: AgentOutcome) -> BlockedQuestion | None:
 def turn_failure(outcome: AgentOutcome, workpad: WorkpadRecord) -> str | None:
     """Why the turn counts as failed, or None when it succeeded (or asked a question)."""
     if outcome.kind in _PROCESS_FAILURES:
+        if outcome.reason:
+            return f"agent turn {outcome.kind}: {outcome.reason}"
         return f"agent turn {outcome.kind}"
     if outcome.kind is OutcomeKind.CANCELLED:
         return None

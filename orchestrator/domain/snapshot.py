@@ -132,6 +132,8 @@ class AgentOutcome:
     pr_template: tuple[str, ...] = ()
     # The turn's commits were thrown away: what asked for the rework was gone when it ended.
     discarded: bool = False
+    # Why the agent process failed, in one line (its own last error, or its stderr).
+    reason: str | None = None
 
     @property
     def committed(self) -> bool:

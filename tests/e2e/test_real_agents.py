@@ -21,9 +21,9 @@ import pytest
 
 from orchestrator.sim.testing import SimWorld
 from tests.support import agent_clis
-from tests.support.model_api import ModelApi, Reply, Shell, Text, WriteFile
+from tests.support.model_api import HttpError, ModelApi, Reply, Shell, Text, WriteFile
 
-from .harness import agent_home, flow_for
+from .harness import agent_home, flow_for, merge_sections
 
 SCRIPT: list[Reply] = [
     Shell(
@@ -102,3 +102,65 @@ def test_the_real_cli_opens_a_pull_request_through_the_daemon(
     opening = json.dumps(run.prompt.strip().splitlines()[0][:120])[1:-1]
     first = api.main_requests()[0]
     assert json.dumps(first.body).count(opening) == 1
+
+
+FAILING: dict[str, Any] = {
+    "agent": {"max_retry_backoff_ms": 1_000},
+    "orchestration": {"max_failed_attempts": 2},
+}
+
+
+@pytest.mark.timeout(280)
+@pytest.mark.parametrize(
+    ("cli", "reason"),
+    [
+        ("codex", "auth: unexpected status 401 Unauthorized"),
+        ("claude", "Invalid API key"),
+        ("pi", "pi: 401"),
+    ],
+)
+def test_a_real_cli_refused_by_its_model_api_blocks_the_issue_naming_why(
+    cli: str, reason: str, tmp_path: Path, world: SimWorld
+) -> None:
+    _installed(cli)
+    home = agent_home(tmp_path)
+    home.mkdir(parents=True, exist_ok=True)
+    with ModelApi.failing(HttpError(401)) as api:
+        policy = merge_sections(agent_policy(cli, api, home), FAILING)
+        with flow_for(tmp_path, world, policy=policy) as flow:
+            number = flow.open_issue("Add the feature")
+            flow.run_to_phase(number, "blocked", max_ticks=80)
+            flow.idle_ticks(1)
+            runs = flow.d.db.runs.for_issue(1)
+            (workpad,) = flow.workpads(number)
+            (comment,) = flow.bot_comments(number, "<!-- orchestrator-blocked-question -->")
+    assert len(runs) == 2 and all(r.outcome == "failed" for r in runs)
+    assert all(reason in (r.error or "") for r in runs), [r.error for r in runs]
+    assert "**Why:** 2 failed turns:" in workpad["body"]
+    assert reason in comment["body"]
+
+
+@pytest.mark.timeout(280)
+def test_codex_without_network_stalls_on_the_watchdog_and_blocks_naming_the_network(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    _installed("codex")
+    home = agent_home(tmp_path)
+    home.mkdir(parents=True, exist_ok=True)
+    api = ModelApi()
+    api.start()
+    policy = agent_policy("codex", api, home)
+    api.stop()  # nothing listens: every connection is refused
+    policy = merge_sections(policy, FAILING)
+    policy["agent"]["stall_timeout_ms"] = 5_000
+    with flow_for(tmp_path, world, policy=policy) as flow:
+        number = flow.open_issue("Add the feature")
+        flow.run_to_phase(number, "blocked", max_ticks=80)
+        runs = flow.d.db.runs.for_issue(1)
+    assert len(runs) == 2
+    for run in runs:
+        assert run.outcome == "stalled", run.error
+        assert run.error is not None and "network: Reconnecting... waiting for network" in run.error
+        assert run.ended_at is not None
+        # The watchdog, not the 150 s turn limit, ended it.
+        assert (run.ended_at - run.started_at).total_seconds() < 30
