@@ -101,8 +101,10 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-bench: $(STAMP) postgres-server
+bench: $(STAMP) postgres-server agents
 	bash tests/support/with-postgres.sh $(BIN)/python -m orchestrator.bench
+	@echo "== real agent CLIs: labelled issue to blocked when the model API fails (tests.support.agent_failure_bench)"
+	$(BIN)/python -m tests.support.agent_failure_bench
 
 clean:
 	rm -rf $(VENV) .cache .pytest_cache .mypy_cache .ruff_cache
