@@ -220,6 +220,8 @@ def issue_page(data: dict[str, Any]) -> str:
                 "outcome",
                 "duration_s",
                 "total_tokens",
+                "cached_input_tokens",
+                "cost_usd",
                 "error",
                 "run_id",
             ],
