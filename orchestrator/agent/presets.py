@@ -124,7 +124,7 @@ def _less(total: TokenUsage, earlier: TokenUsage) -> TokenUsage:
 
 
 def codex_error_class(message: str) -> str:
-    """``network``, ``auth``, ``quota`` or ``error``: what a Codex error line is about."""
+    """``network``, ``auth``, ``quota``, ``server`` or ``error``: what a Codex error says."""
     lowered = message.lower()
     if "waiting for network" in lowered or "connection failed" in lowered:
         return "network"
@@ -132,6 +132,8 @@ def codex_error_class(message: str) -> str:
         return "auth"
     if "429" in lowered or "quota" in lowered or "rate limit" in lowered:
         return "quota"
+    if "high demand" in lowered or "500" in lowered or "server error" in lowered:
+        return "server"
     return "error"
 
 

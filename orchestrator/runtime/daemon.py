@@ -19,6 +19,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -706,5 +707,16 @@ class Daemon:
     # ================================================================= tests
 
     def wait_idle(self, timeout_s: float) -> bool:
-        """Wait until no agent turn runs (tests and ``--once`` drive ticks this way)."""
-        return self.pool.wait_idle(timeout_s)
+        """Wait until no agent turn runs (tests and ``--once`` drive ticks this way).
+
+        While it waits, the claims and the lease are renewed at the heartbeat's pace,
+        as the scheduler would: a turn longer than the lease keeps its claim.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if self.pool.wait_idle(max(0.0, min(remaining, self._heartbeat_s()))):
+                return True
+            if remaining <= 0:
+                return False
+            self._guarded("heartbeat", self._beat)

@@ -150,6 +150,8 @@ class Flow:
     scenario_path: Path
     env: dict[str, str]
     db_url: str | None = None
+    # The lease and claim length (None: the daemon's default).
+    lease_s: float | None = None
     daemon: Daemon | None = None
     ticks: int = 0
     history: list[str] = field(default_factory=list)
@@ -157,6 +159,7 @@ class Flow:
     # ----------------------------------------------------------- the daemon
 
     def start(self) -> Daemon:
+        options: dict[str, Any] = {} if self.lease_s is None else {"lease_s": self.lease_s}
         daemon = Daemon(
             self.policy_path,
             db_url=self.db_url,
@@ -164,6 +167,7 @@ class Flow:
             harden=False,
             env=self.env,
             github_retry=FAST_RETRY,
+            **options,
         )
         daemon.start()
         self.daemon = daemon
@@ -380,6 +384,7 @@ def flow_for(
     start: bool = True,
     db_url: str | None = None,
     protect: bool = True,
+    lease_s: float | None = None,
 ) -> Iterator[Flow]:
     scenario_path = write_scenario(tmp, scenario or default_scenario())
     document = policy_document(tmp, world, scenario_path, mode, policy or {})
@@ -400,7 +405,7 @@ def flow_for(
         )
     policy_path = write_policy(tmp / "WORKFLOW.md", document)
     env = {"E2E_ENDPOINT": world.url, "E2E_TOKEN": world.bot.token}
-    flow = Flow(world, tmp, policy_path, scenario_path, env, db_url)
+    flow = Flow(world, tmp, policy_path, scenario_path, env, db_url, lease_s)
     if start:
         flow.start()
     try:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from orchestrator.sim.testing import SimWorld
 
-from .harness import Flow, flow_for
+from .harness import Flow, default_scenario, flow_for
 
 
 def outbox(flow: Flow, kind: str) -> list[str]:
@@ -258,3 +258,19 @@ def test_rework_oscillation_stops_at_the_limit(tmp_path: Path, world: SimWorld) 
         flow.idle_ticks(3)
         assert len(flow.d.db.runs.for_issue(1)) == runs
         assert "rework limit" in (record.workpad.observation.next_intended_action or "")
+
+
+def test_a_turn_longer_than_the_claim_is_kept_when_ticks_are_driven_by_hand(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    """``run --once`` and these tests wait for turns outside the scheduler: the wait renews
+    the claim, so a turn longer than the lease is recorded, not discarded and re-run."""
+    scenario = default_scenario()
+    scenario["steps"] = [{"sleep_ms": 4_000}, *scenario["steps"]]
+    with flow_for(
+        tmp_path, world, scenario=scenario, policy={"review": {"enabled": False}}, lease_s=2.0
+    ) as flow:
+        number = flow.open_issue()
+        flow.run_to_phase(number, "waiting_for_checks", max_ticks=10)
+        runs = flow.d.db.runs.for_issue(1)
+        assert len(runs) == 1 and runs[0].outcome == "completed"
