@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from orchestrator.logs import configure_logging
 from orchestrator.sim.testing import running_world
 from tests.e2e.harness import agent_home, flow_for, merge_sections
 from tests.e2e.test_real_agents import agent_policy
@@ -80,6 +81,7 @@ def projected(turns: list[float], stalled: bool) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     del argv
+    configure_logging(level="error", stream=sys.stderr)
     missing = [cli for cli in agent_clis.VERSIONS if not agent_clis.installed(cli)]
     if missing:
         print(f"skipped: {', '.join(missing)} not installed (run `make agents`)")
