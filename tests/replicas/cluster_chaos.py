@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from random import Random
@@ -573,29 +573,52 @@ class IssueState:
     runs_ended: int
     # Side effects recorded for the issue, and their attempts.
     writes: int
+    # Turn claims of the issue, and how many of them are still open (dispatched, not over).
+    claims: int = 0
+    open_claims: int = 0
 
     @property
     def running(self) -> bool:
-        return self.runs_started > self.runs_ended
+        """A turn of its own is dispatched or running: it holds an agent slot."""
+        return self.open_claims > 0 or self.runs_started > self.runs_ended
+
+
+@dataclass(frozen=True)
+class Wait:
+    """One issue waiting, with an agent slot free, in one unchanged state."""
+
+    number: int
+    began: datetime
+    # The last sample that still saw it waiting.
+    seen_until: datetime
+    state: IssueState
+    # Ticks that ran wholly between the two (see ProgressWatch.worst).
+    ticks: int = 0
+
+    def describe(self) -> str:
+        took = (self.seen_until - self.began).total_seconds()
+        return f"#{self.number} {self.ticks} ticks ({took:.1f} s) in {self.state.phase}"
 
 
 @dataclass
 class ProgressWatch:
-    """The longest time an unfinished issue went without progress while it could have had some.
+    """The longest an unfinished issue went without progress while it could have had some.
 
     Fed samples of every issue's :class:`IssueState` (see :meth:`sample`). An
-    issue is waiting while it is not done, runs no agent turn of its own and an
-    agent slot is free; a wait ends when its state changes or it stops waiting.
+    issue is waiting while it is not done, runs no agent turn of its own (none
+    claimed, none started) and an agent slot is free; a wait ends when its state
+    changes or it stops waiting. Waits are measured in the leader's ticks that
+    ran wholly within them, not in seconds: a machine slowed down by other work
+    slows the ticks down too.
     """
 
     slots: int
     last: dict[int, IssueState] = field(default_factory=dict)
-    since: dict[int, float] = field(default_factory=dict)
-    longest: dict[int, float] = field(default_factory=dict)
-    # The state each issue was in during its longest wait.
-    waited_in: dict[int, IssueState] = field(default_factory=dict)
+    since: dict[int, datetime] = field(default_factory=dict)
+    # (issue, when its wait began) -> the wait as last seen.
+    waits: dict[tuple[int, datetime], Wait] = field(default_factory=dict)
 
-    def sample(self, states: dict[int, IssueState], at: float) -> None:
+    def sample(self, states: dict[int, IssueState], at: datetime) -> None:
         running = sum(state.running for state in states.values())
         for number, state in states.items():
             waiting = state.phase != "done" and not state.running and running < self.slots
@@ -603,19 +626,30 @@ class ProgressWatch:
                 self.since.pop(number, None)
             if waiting:
                 began = self.since.setdefault(number, at)
-                if at - began >= self.longest.get(number, 0.0):
-                    self.longest[number], self.waited_in[number] = at - began, state
+                self.waits[(number, began)] = Wait(number, began, at, state)
             self.last[number] = state
 
-    def worst(self) -> tuple[int, float] | None:
-        """The issue that waited longest, and for how long (None: none waited)."""
-        if not self.longest:
-            return None
-        number = max(self.longest, key=lambda n: self.longest[n])
-        return number, self.longest[number]
+    def measured(self, ticks: list[tuple[datetime, datetime]]) -> list[Wait]:
+        """Every wait with the ticks (start, end) that ran wholly within it, longest first."""
+        found = [
+            replace(
+                wait,
+                ticks=sum(
+                    1 for start, end in ticks if wait.began <= start and end <= wait.seen_until
+                ),
+            )
+            for wait in self.waits.values()
+        ]
+        return sorted(found, key=lambda wait: -wait.ticks)
 
-    def describe(self) -> str:
-        return ", ".join(
-            f"#{n} {self.longest[n]:.1f} s in {self.waited_in[n].phase}"
-            for n in sorted(self.longest, key=lambda n: -self.longest[n])
-        )
+    def worst(self, ticks: list[tuple[datetime, datetime]]) -> Wait | None:
+        """The wait that spanned the most ticks (None: none waited)."""
+        measured = self.measured(ticks)
+        return measured[0] if measured else None
+
+    def describe(self, ticks: list[tuple[datetime, datetime]]) -> str:
+        """The longest wait of each issue."""
+        longest: dict[int, Wait] = {}
+        for wait in self.measured(ticks):
+            longest.setdefault(wait.number, wait)
+        return ", ".join(wait.describe() for wait in longest.values())
