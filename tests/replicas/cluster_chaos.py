@@ -576,6 +576,8 @@ class IssueState:
     # Turn claims of the issue, and how many of them are still open (dispatched, not over).
     claims: int = 0
     open_claims: int = 0
+    # A failed turn's retry is not due yet: the issue waits by design.
+    backing_off: bool = False
 
     @property
     def running(self) -> bool:
@@ -606,10 +608,10 @@ class ProgressWatch:
 
     Fed samples of every issue's :class:`IssueState` (see :meth:`sample`). An
     issue is waiting while it is not done, runs no agent turn of its own (none
-    claimed, none started) and an agent slot is free; a wait ends when its state
-    changes or it stops waiting. Waits are measured in the leader's ticks that
-    ran wholly within them, not in seconds: a machine slowed down by other work
-    slows the ticks down too.
+    claimed, none started), no retry backoff holds it and an agent slot is free;
+    a wait ends when its state changes or it stops waiting. Waits are measured in
+    the leader's ticks that ran wholly within them, not in seconds: a machine
+    slowed down by other work slows the ticks down too.
     """
 
     slots: int
@@ -621,7 +623,12 @@ class ProgressWatch:
     def sample(self, states: dict[int, IssueState], at: datetime) -> None:
         running = sum(state.running for state in states.values())
         for number, state in states.items():
-            waiting = state.phase != "done" and not state.running and running < self.slots
+            waiting = (
+                state.phase != "done"
+                and not state.running
+                and not state.backing_off
+                and running < self.slots
+            )
             if not waiting or self.last.get(number) != state:
                 self.since.pop(number, None)
             if waiting:

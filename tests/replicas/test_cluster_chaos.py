@@ -37,8 +37,9 @@ The daemons' timing still varies from run to run. In the end:
 - after the last fault settled, no unfinished issue went without progress (a
   new phase, an agent turn claimed, starting or ending, or a write to GitHub)
   through more than 3 whole ticks of the leader while an agent slot was free
-  (counted in ticks, not seconds: a machine slowed down by other work slows the
-  ticks down too);
+  and no retry backoff held it (counted in ticks, not seconds: a machine slowed
+  down by other work slows the ticks down too; a backoff is judged with the
+  skewed replica's clock allowed for);
 - every issue has exactly one pull request, merged by one merge, is closed,
   has one workpad comment, and at most one review comment per head;
 - no two replicas ran agent turns of one issue at overlapping times, and no
@@ -273,10 +274,13 @@ def sessions_report(pg_url: str) -> str:
     return "\n".join([*lines, f"  sessions not in a transaction: {counted or 'none'}"])
 
 
-def issue_states(pg_url: str) -> dict[int, IssueState]:
+def issue_states(pg_url: str, skew_s: int) -> dict[int, IssueState]:
+    """Each issue's state; an issue backs off while its retry is due, by any replica's clock."""
     rows = query(
         pg_url,
         "SELECT t.number, t.phase, "
+        f"(t.retry_due_at IS NOT NULL AND t.retry_due_at > now() - interval '{abs(skew_s)} "
+        "seconds') AS backing_off, "
         "(SELECT count(*) FROM agent_runs r WHERE r.issue_id = t.id) AS started, "
         "(SELECT count(r.ended_at) FROM agent_runs r WHERE r.issue_id = t.id) AS ended, "
         "(SELECT count(*) + coalesce(sum(e.attempts), 0) FROM side_effects e "
@@ -294,6 +298,7 @@ def issue_states(pg_url: str) -> dict[int, IssueState]:
             int(r.writes),
             claims=int(r.claims),
             open_claims=int(r.open_claims),
+            backing_off=bool(r.backing_off),
         )
         for r in rows
     }
@@ -416,7 +421,7 @@ def test_three_replicas_through_seeded_kills_and_an_outage_merge_every_issue_onc
             settled, settled_at = time.monotonic(), datetime.now(UTC)
             progress = ProgressWatch(slots=len(NAMES))
             while done() < ISSUES:
-                progress.sample(issue_states(pg_url), datetime.now(UTC))
+                progress.sample(issue_states(pg_url, plan.skew_s), datetime.now(UTC))
                 chaos.step(relay, None)
                 if time.monotonic() - settled > SETTLE_DEADLINE_S:
                     stuck(
@@ -687,3 +692,12 @@ def test_progress_is_measured_in_ticks_that_ran_wholly_within_a_wait() -> None:
     worst = watch.worst(ticks)
     assert worst is not None and (worst.number, worst.ticks) == (7, 2)
     assert watch.describe(ticks) == "#7 2 ticks (5.0 s) in waiting_for_checks"
+
+
+def test_an_issue_backing_off_before_a_retry_is_not_waiting() -> None:
+    watch = ProgressWatch(slots=1)
+    backing_off = IssueState("implementing", 3, 3, 14, claims=2, backing_off=True)
+    at = [T0 + timedelta(seconds=s) for s in range(6)]
+    for moment in at:
+        watch.sample({1: backing_off}, moment)
+    assert watch.worst([(at[0], at[1]), (at[2], at[3])]) is None
