@@ -1,10 +1,10 @@
 """The tick's first step: read the world into the planner's Snapshot.
 
-Candidates come from one conditional list request; tracked issues that left the
-list are refreshed one by one (conditional, so free while unchanged); the store's
-rows become StoredRecords; pull requests are polled in batches (fresh,
-uncached reads for issues about to merge); control labels on pull requests and
-the repository-wide stop label come from one conditional list per label; label
+Candidates, tracked issues that left the candidates, and the carriers of the
+control labels (on issues and pull requests, and the repository-wide stop label)
+come from the repository's issue feed: one conditional page of what changed per
+tick once it is warm; the store's rows become StoredRecords; pull requests are
+polled in batches (fresh, uncached reads for issues about to merge); label
 events and comments are read only where a gate or a blocked issue needs them.
 An issue the store does not know yet is looked up in its workpad comment first.
 """
@@ -12,7 +12,6 @@ An issue the store does not know yet is looked up in its workpad comment first.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -72,6 +71,7 @@ class SnapshotBuilder:
         repo = view.repo
         # Labels are as fresh as the first read that brought them, not as the moment noted.
         read_at = time.monotonic()
+        github.feed.watch(self._watched_labels(view))
         candidates = {issue.ref: issue for issue in github.tracker.fetch_candidates()}
         rows = self.records.load(repo)
         for ref, issue in candidates.items():
@@ -81,10 +81,10 @@ class SnapshotBuilder:
                     rows[ref] = recovered
         live = {ref: row for ref, row in rows.items() if row.record.phase is not Phase.DONE}
         missing = [ref for ref in live if ref not in candidates]
-        refreshed = github.tracker.refresh_by_ids(missing) if missing else {}
+        refreshed = github.tracker.refresh_by_ids(missing)
         issues: dict[IssueRef, TrackedIssue] = {**candidates, **refreshed}
 
-        carriers = self._label_carriers(repo, self._watched_labels(view))
+        carriers = {label: github.feed.carriers(label) for label in self._watched_labels(view)}
         repo_stop = view.flow.repo_kill_switch_label
         stopped = bool(carriers.get(repo_stop))
         self.switches.note_repo(repo, stopped, read_at=read_at)
@@ -124,19 +124,6 @@ class SnapshotBuilder:
             {flow.kill_switch_label, flow.repo_kill_switch_label, *flow.mode_labels}
             | flow.approval_labels
         )
-
-    def _label_carriers(self, repo: str, labels: Iterable[str]) -> dict[str, frozenset[int]]:
-        """Open issues and pull requests carrying each label (one conditional list per label)."""
-        client = self.github.client
-        carriers: dict[str, frozenset[int]] = {}
-        for label in sorted(labels):
-            items = client.paginate(
-                f"/repos/{repo}/issues",
-                params={"state": "open", "labels": label},
-                conditional=True,
-            )
-            carriers[label] = frozenset(int(item["number"]) for item in items)
-        return carriers
 
     # --------------------------------------------------------- pull requests
 
