@@ -117,6 +117,10 @@ class IssueFeed:
         self._wanted: frozenset[str] = frozenset()
         self._newest: str | None = None
         self._since: str | None = None
+        # The newest updated_at read of every item the feed read since it went warm, and the
+        # numbers whose updated_at moved since the last call to changes().
+        self._seen: dict[int, str] = {}
+        self._moved: set[int] = set()
         # The incremental window's pages: URL -> (ETag, next page's URL).
         self._memo: dict[str, tuple[str | None, str | None]] = {}
 
@@ -145,6 +149,18 @@ class IssueFeed:
                 for number, item in self._items.items()
                 if item.is_open and label in item.labels
             )
+
+    def changes(self) -> set[int]:
+        """Issues and pull requests whose ``updated_at`` moved since the last call (any of
+        them, kept or not). A cold read moves nothing: it is where the feed starts from."""
+        with self._lock:
+            moved, self._moved = self._moved, set()
+        return moved
+
+    def updated_at(self, number: int) -> str | None:
+        """The newest ``updated_at`` the feed read of ``number`` (None: never read)."""
+        with self._lock:
+            return self._seen.get(number)
 
     def known(self, numbers: Iterable[int]) -> dict[int, FeedItem]:
         """The items among ``numbers`` the feed holds."""
@@ -207,6 +223,9 @@ class IssueFeed:
         with self._lock:
             self._watched = watched
             self._items = found
+            for number, item in found.items():
+                if self._seen.get(number, "") < item.updated_at:
+                    self._seen[number] = item.updated_at
             # A cold read that found nothing stays cold: nothing dates the next read.
             if newest is not None:
                 # Whatever changed while the lists were paging is read again next time.
@@ -260,6 +279,11 @@ class IssueFeed:
                 known = self._items.get(item.number)
                 if known is not None and known.updated_at > item.updated_at:
                     continue  # an older copy (a page read before a later one)
+                seen = self._seen.get(item.number)
+                if seen is None or seen < item.updated_at:
+                    self._seen[item.number] = item.updated_at
+                    if seen is not None or self._newest is not None:
+                        self._moved.add(item.number)
                 if self._matters(item):
                     self._items[item.number] = item
                 else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -115,6 +115,10 @@ SETTLE_S = 3.0
 _UNSETTLED = "unsettled:"
 
 
+# Pull request number -> (the fingerprint its state was read under, the state).
+StateMemo = dict[int, tuple[str, PullRequest]]
+
+
 class PRStatePoller:
     """Polls many pull requests of one repository at the cost of their fingerprints."""
 
@@ -130,26 +134,35 @@ class PRStatePoller:
         self._actor = actor
         self._clock = clock
 
-    def poll(self, repo: str, numbers: Sequence[int]) -> dict[int, PullRequest]:
-        """The state of each pull request; full fetches only for changed fingerprints."""
+    def poll(
+        self, repo: str, numbers: Sequence[int], memo: StateMemo | None = None
+    ) -> dict[int, PullRequest]:
+        """The state of each pull request; full fetches only for changed fingerprints.
+
+        ``memo`` (kept by the caller across polls) spares decoding an unchanged state.
+        """
         if not numbers:
             return {}
+        memo = memo if memo is not None else {}
         fingerprints = fetch_fingerprints(self._client, repo, numbers)
-        states: dict[int, dict[str, Any]] = {}
+        found: dict[int, PullRequest] = {}
         changed: list[int] = []
         for number, node in fingerprints.items():
-            cached = (
-                self._cache.get(self._key(repo, number)) if fingerprint_is_whole(node) else None
-            )
-            if cached is not None and cached.etag == fingerprint_hash(node):
-                states[number] = json.loads(cached.body)
+            whole = fingerprint_is_whole(node)
+            wanted = fingerprint_hash(node)
+            remembered = memo.get(number)
+            if whole and remembered is not None and remembered[0] == wanted:
+                found[number] = remembered[1]
+                continue
+            cached = self._cache.get(self._key(repo, number)) if whole else None
+            if cached is not None and cached.etag == wanted:
+                found[number] = self._remember(memo, repo, number, wanted, json.loads(cached.body))
             else:
                 changed.append(number)
         if changed:
             fresh = fetch_states(self._client, repo, changed)
             now = self._clock()
             for number, node in fresh.items():
-                states[number] = node
                 fingerprint = fingerprint_hash(fingerprints[number])
                 updated = _time(fingerprints[number].get("updatedAt"))
                 if (now - updated).total_seconds() < SETTLE_S:
@@ -161,7 +174,37 @@ class PRStatePoller:
                     body=json.dumps(node),
                     now=now,
                 )
-        return {n: to_pull_request(repo, node, self._actor) for n, node in states.items()}
+                found[number] = self._remember(memo, repo, number, fingerprint, node)
+        return found
+
+    def last_known(
+        self, repo: str, numbers: Iterable[int], memo: StateMemo
+    ) -> dict[int, PullRequest]:
+        """The state each pull request had when it was last polled, without asking GitHub
+        (from ``memo``, else from the cache, which outlives restarts); unknown ones are left out.
+        """
+        found: dict[int, PullRequest] = {}
+        for number in numbers:
+            remembered = memo.get(number)
+            if remembered is not None:
+                found[number] = remembered[1]
+                continue
+            cached = self._cache.get(self._key(repo, number))
+            if cached is None:
+                continue
+            try:
+                node = json.loads(cached.body)
+                found[number] = self._remember(memo, repo, number, cached.etag or "", node)
+            except (ValueError, KeyError, TypeError):
+                continue  # an unreadable entry: the pull request is polled instead
+        return found
+
+    def _remember(
+        self, memo: StateMemo, repo: str, number: int, fingerprint: str, node: dict[str, Any]
+    ) -> PullRequest:
+        state = to_pull_request(repo, node, self._actor)
+        memo[number] = (fingerprint, state)
+        return state
 
     @staticmethod
     def _key(repo: str, number: int) -> str:

@@ -50,6 +50,7 @@ from orchestrator.runtime.containment import log_sandbox, sandbox_status
 from orchestrator.runtime.hardening import forbid_inspection
 from orchestrator.runtime.jobs import Jobs, start_scheduler
 from orchestrator.runtime.notify import SystemdNotifier, watchdog_interval_s
+from orchestrator.runtime.polling_status import CycleCosts, PollingStatus, resource_costs
 from orchestrator.runtime.records import RecordStore
 from orchestrator.runtime.recovery import RecoveryReport, recover_after_restart
 from orchestrator.runtime.status import BudgetStatus, RuntimeStatus
@@ -137,6 +138,8 @@ class Daemon:
         self.notifier = SystemdNotifier()
         self.db_health = DatabaseHealth()
         self.accounting = Accounting()
+        self.cycle_costs = CycleCosts()
+        self.last_tick_issues = 0
         self._tick_lock = threading.Lock()
         self._request_lock = threading.Lock()
         self._pending = False
@@ -378,7 +381,9 @@ class Daemon:
             self.ticks += 1
             self.last_tick_at = now
             self.last_tick_duration_s = (self.clock() - now).total_seconds()
+            self.cycle_costs.add(self.accounting.take_tick_units())
         self.last_tick_error = None
+        self.last_tick_issues = report.issues
         self.db_health.succeeded()
         self.dispatches += report.execution.dispatched
         if report.execution.dispatched:
@@ -702,6 +707,24 @@ class Daemon:
             rate_limit_deferrals=self.rate_limit_deferrals,
             policy_reload_errors=self.policy_reload_errors,
             sandbox=sandbox_status(self.agents.sandbox),
+            polling=self._polling_status(),
+        )
+
+    def _polling_status(self) -> PollingStatus | None:
+        if not self.leading:
+            return None
+        builder = self.parts.builder
+        return PollingStatus(
+            interval_s=self.view.interval_s,
+            issues=self.last_tick_issues,
+            costs=resource_costs(
+                self.cycle_costs.per_cycle(),
+                dict(self.accounting.budgets),
+                self.view.interval_s,
+                self.clock(),
+            ),
+            sweep=builder.sweep.status(),
+            catching_up=tuple(c.describe() for c in builder.catching_up.values() if c.left),
         )
 
     # ================================================================= tests

@@ -1,0 +1,76 @@
+"""How much of GitHub's budget one tick may spend catching up, and how long catching up takes.
+
+After a start with an empty database, every tracked issue's workpad comment and
+every waiting pull request's state must be read once: at 10,000 issues, more
+than an hour of a token's REST and GraphQL budget. Catching up is therefore
+paced: each tick may spend a share of what is left of each budget, spread over
+the ticks until the budget resets, and the rest waits for later ticks. Normal
+polling is not paced: it costs little, and what it reads is what the daemon acts on.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from orchestrator.github.accounting import Accounting
+
+# The share of the remaining budget catching up may use until the budget resets.
+CATCH_UP_SHARE = 0.5
+# Items per tick when GitHub has not said yet what budget is left.
+UNKNOWN_BUDGET_ITEMS = 100
+# The share of a budget's limit catching up never touches: polling and writes need it.
+RESERVE_SHARE = 0.1
+
+
+@dataclass(frozen=True)
+class CatchUp:
+    """What is left to read once, and the pace it is read at."""
+
+    what: str
+    left: int
+    per_tick: int
+    interval_s: float
+
+    @property
+    def eta(self) -> timedelta | None:
+        """How long until everything is read at this pace (None: nothing left)."""
+        if self.left <= 0:
+            return None
+        return timedelta(seconds=math.ceil(self.left / max(1, self.per_tick)) * self.interval_s)
+
+    def describe(self) -> str:
+        eta = self.eta
+        if eta is None:
+            return f"{self.what}: done"
+        minutes = eta.total_seconds() / 60
+        return (
+            f"{self.what}: {self.left} left, {self.per_tick} per tick, "
+            f"about {minutes:.0f} min at this pace"
+        )
+
+
+def items_per_tick(
+    accounting: Accounting,
+    resource: str,
+    *,
+    cost_per_item: float,
+    interval_s: float,
+    now: datetime,
+) -> int:
+    """How many items costing ``cost_per_item`` units of ``resource`` one tick may read
+    (0 once only the reserve is left)."""
+    budget = accounting.budgets.get(resource)
+    if budget is None or budget.remaining is None:
+        return UNKNOWN_BUDGET_ITEMS
+    if budget.reset_at is None:
+        ticks_left = 1.0
+    else:
+        ticks_left = max(1.0, (budget.reset_at - now).total_seconds() / max(interval_s, 0.001))
+    reserve = (budget.limit or 0) * RESERVE_SHARE
+    usable = budget.remaining - reserve
+    if usable <= 0:
+        return 0
+    units = usable * CATCH_UP_SHARE / ticks_left
+    return max(1, int(units / max(cost_per_item, 0.001)))
