@@ -57,6 +57,8 @@ SWEEP_SHARE = 0.5
 # GraphQL points of a pull request's first read: its share of a fingerprint batch and
 # of a state batch (see orchestrator.github.queries).
 FIRST_READ_POINTS = 0.52
+# Units of each budget (REST, GraphQL) one workpad recovery costs, about.
+RECOVERY_UNITS = 2.0
 
 
 @dataclass
@@ -337,12 +339,17 @@ class SnapshotBuilder:
         unknown = [
             ref for ref in sorted(candidates) if ref not in rows and ref not in self._no_workpad
         ]
-        allowed = items_per_tick(
-            self.github.accounting,
-            "core",
-            cost_per_item=1.0,
-            interval_s=view.interval_s,
-            now=now,
+        # A recovery reads the comments and its pull request's (REST) and asks who
+        # last edited the workpad and the review comment (GraphQL): about 2 of each.
+        allowed = min(
+            items_per_tick(
+                self.github.accounting,
+                resource,
+                cost_per_item=RECOVERY_UNITS,
+                interval_s=view.interval_s,
+                now=now,
+            )
+            for resource in ("core", "graphql")
         )
         done = 0
         for ref in unknown:

@@ -293,3 +293,28 @@ def post_workpads(
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         return dict(pool.map(post, seeded))
+
+
+def seed_one_by_one(
+    world: SimWorld, count: int, body_of: Callable[[int], str], *, workers: int = 4
+) -> list[Seeded]:
+    """``count`` labelled issues, each with its pull request and a green check on its head,
+    through the emulator's ordinary endpoints (slow: for a few thousand at most)."""
+    control, human = world.control, world.human.login
+
+    def one(index: int) -> Seeded:
+        number = control.create_issue(world.repo, f"Scale {index}", as_user=human, labels=[OWNER])
+        branch = f"orchestrator/issue-{number}"
+        sha = control.push(
+            world.repo, branch, {f"scale/{number}.txt": f"{number}\n"}, as_user=human
+        )
+        pull = (
+            world.github()
+            .get_repo(world.repo)
+            .create_pull(base="main", head=branch, title=f"Scale {number}", body=body_of(number))
+        )
+        control.check_run(world.repo, sha=sha, name=CHECK, conclusion="success")
+        return Seeded(number, pull.number, branch, sha)
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        return list(pool.map(one, range(count)))
