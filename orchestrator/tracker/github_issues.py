@@ -28,6 +28,10 @@ def _issue(repo: str, item: FeedItem, settings: TrackerSettings) -> TrackedIssue
     )
 
 
+# Conversions kept before the memo starts over (a bound; the feed holds fewer items).
+CONVERTED_LIMIT = 50_000
+
+
 def issue_feed(settings: TrackerSettings) -> IssueFeed:
     """The feed this tracker reads its candidates from (one per repository and daemon)."""
     return IssueFeed(settings.repo, required_labels=settings.required_labels)
@@ -45,14 +49,25 @@ class GitHubIssuesTracker:
         # Whether the feed was brought up to date by fetch_candidates and nothing was
         # written since: the refresh_by_ids that completes the poll reads it as it is.
         self._fresh = False
+        self._converted: dict[int, tuple[FeedItem, TrackedIssue]] = {}
 
     def fetch_candidates(self) -> list[TrackedIssue]:
         """Brings the feed up to date (one free 304 while nothing changed) and reads it."""
         self.feed.refresh(self.gateway.client)
-        issues = [
-            _issue(self.settings.repo, item, self.settings) for item in self.feed.candidates()
-        ]
+        self._fresh = True
+        issues = [self._issue(item) for item in self.feed.candidates()]
         return [issue for issue in issues if self.settings.is_candidate(issue)]
+
+    def _issue(self, item: FeedItem) -> TrackedIssue:
+        """The item as a TrackedIssue, converted once per version of the item."""
+        known = self._converted.get(item.number)
+        if known is not None and known[0] == item:
+            return known[1]
+        issue = _issue(self.settings.repo, item, self.settings)
+        if len(self._converted) > CONVERTED_LIMIT:
+            self._converted.clear()
+        self._converted[item.number] = (item, issue)
+        return issue
 
     def refresh_by_ids(self, refs: Iterable[IssueRef]) -> dict[IssueRef, TrackedIssue]:
         """These issues as the feed holds them; the ones it never saw are read by number.
@@ -66,10 +81,7 @@ class GitHubIssuesTracker:
         self._fresh = False
         wanted = {ref.number: ref for ref in refs if ref.repo == self.settings.repo}
         found = self.feed.keep(self.gateway.client, wanted)
-        result = {
-            wanted[number]: _issue(self.settings.repo, item, self.settings)
-            for number, item in found.items()
-        }
+        result = {wanted[number]: self._issue(item) for number, item in found.items()}
         for ref in refs:
             if ref.repo != self.settings.repo:
                 result.update(self._read_other(ref))
