@@ -26,28 +26,35 @@ RESERVE_SHARE = 0.1
 
 @dataclass(frozen=True)
 class CatchUp:
-    """What is left to read once, and the pace it is read at."""
+    """What is left to read once, what one tick read, and the pace the budget allows."""
 
     what: str
     left: int
-    per_tick: int
+    read: int
+    allowed: int
     interval_s: float
 
     @property
     def eta(self) -> timedelta | None:
-        """How long until everything is read at this pace (None: nothing left)."""
-        if self.left <= 0:
+        """How long until everything is read at the budget's pace (None: nothing left, or
+        the budget allows nothing until it resets)."""
+        if self.left <= 0 or self.allowed <= 0:
             return None
-        return timedelta(seconds=math.ceil(self.left / max(1, self.per_tick)) * self.interval_s)
+        return timedelta(seconds=math.ceil(self.left / self.allowed) * self.interval_s)
 
     def describe(self) -> str:
+        if self.left <= 0:
+            return f"{self.what}: done"
         eta = self.eta
         if eta is None:
-            return f"{self.what}: done"
-        minutes = eta.total_seconds() / 60
+            return (
+                f"{self.what}: {self.left} left, paused until the budget resets "
+                "(only its reserve is left)"
+            )
         return (
-            f"{self.what}: {self.left} left, {self.per_tick} per tick, "
-            f"about {minutes:.0f} min at this pace"
+            f"{self.what}: {self.left} left, {self.read} read this tick, "
+            f"{self.allowed} per tick as the budget allows, "
+            f"about {eta.total_seconds() / 60:.0f} min at this pace"
         )
 
 

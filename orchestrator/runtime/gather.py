@@ -220,9 +220,10 @@ class SnapshotBuilder:
         still_unread = [n for n in unread if n not in states]
         self.catching_up["pulls"] = CatchUp(
             "waiting pull requests to read once",
-            len(still_unread),
-            len(unread) - len(still_unread),
-            view.interval_s,
+            left=len(still_unread),
+            read=len(unread) - len(still_unread),
+            allowed=allowed,
+            interval_s=view.interval_s,
         )
         for number in sorted(fresh):
             state = inspect_pr_state(github.client, view.repo, number, github.actor)
@@ -361,8 +362,21 @@ class SnapshotBuilder:
             done += 1
         left = unknown[done:]
         self.catching_up["workpads"] = CatchUp(
-            "workpad comments to recover", len(left), done, view.interval_s
+            "workpad comments to recover",
+            left=len(left),
+            read=done,
+            allowed=allowed,
+            interval_s=view.interval_s,
         )
+        if left and not allowed:
+            log.warning(
+                "catch_up_paused",
+                left=len(left),
+                budgets={
+                    name: (budget.remaining, budget.limit)
+                    for name, budget in self.github.accounting.budgets.items()
+                },
+            )
         return set(left)
 
     def _recover_from_workpad(
