@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,7 +24,7 @@ from orchestrator.domain.snapshot import (
     ReviewVerdict,
     ThreadComment,
 )
-from orchestrator.github.client import EtagCache, GitHubClient
+from orchestrator.github.client import CacheEntry, EtagCache, GitHubClient
 from orchestrator.github.completion import (
     HEAD_CHECKS_KEY,
     INCOMPLETE_KEY,
@@ -135,37 +135,51 @@ class PRStatePoller:
         if not numbers:
             return {}
         fingerprints = fetch_fingerprints(self._client, repo, numbers)
-        states: dict[int, dict[str, Any]] = {}
-        changed: list[int] = []
-        for number, node in fingerprints.items():
-            cached = (
-                self._cache.get(self._key(repo, number)) if fingerprint_is_whole(node) else None
-            )
-            if cached is not None and cached.etag == fingerprint_hash(node):
-                states[number] = json.loads(cached.body)
-            else:
-                changed.append(number)
+        states, changed = reusable_states(self._cache, repo, fingerprints)
         if changed:
             fresh = fetch_states(self._client, repo, changed)
             now = self._clock()
+            entries = []
             for number, node in fresh.items():
                 states[number] = node
                 fingerprint = fingerprint_hash(fingerprints[number])
                 updated = _time(fingerprints[number].get("updatedAt"))
                 if (now - updated).total_seconds() < SETTLE_S:
                     fingerprint = _UNSETTLED + fingerprint
-                self._cache.put(
-                    self._key(repo, number),
-                    etag=fingerprint,
-                    last_modified=None,
-                    body=json.dumps(node),
-                    now=now,
+                entries.append(
+                    CacheEntry(state_key(repo, number), fingerprint, None, json.dumps(node))
                 )
+            self._cache.put_many(entries, now=now)
         return {n: to_pull_request(repo, node, self._actor) for n, node in states.items()}
 
-    @staticmethod
-    def _key(repo: str, number: int) -> str:
-        return f"graphql:pr-state:{repo}#{number}"
+
+def state_key(repo: str, number: int) -> str:
+    """The cache key of a pull request's full state."""
+    return f"graphql:pr-state:{repo}#{number}"
+
+
+def reusable_states(
+    cache: EtagCache, repo: str, fingerprints: Mapping[int, dict[str, Any]]
+) -> tuple[dict[int, dict[str, Any]], list[int]]:
+    """The cached full state of each pull request whose fingerprint is unchanged; the others.
+
+    The cache is read once for all of them (a query per few hundred keys on the store).
+    """
+    keys = {
+        number: state_key(repo, number)
+        for number, node in fingerprints.items()
+        if fingerprint_is_whole(node)
+    }
+    cached = cache.get_many(keys.values()) if keys else {}
+    states: dict[int, dict[str, Any]] = {}
+    changed: list[int] = []
+    for number, node in fingerprints.items():
+        found = cached.get(keys[number]) if number in keys else None
+        if found is not None and found.etag == fingerprint_hash(node):
+            states[number] = json.loads(found.body)
+        else:
+            changed.append(number)
+    return states, changed
 
 
 def inspect_pr_state(
