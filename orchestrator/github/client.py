@@ -118,7 +118,7 @@ class GitHubClient:
     ) -> None:
         register_secret(token)
         self.endpoint = endpoint.rstrip("/")
-        self.cache = cache or MemoryEtagCache()
+        self.cache = cache if cache is not None else MemoryEtagCache()
         self.accounting = accounting or Accounting()
         self.retry = retry or RetryPolicy()
         self._sleep = sleep

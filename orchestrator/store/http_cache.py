@@ -85,13 +85,10 @@ class HttpCache:
         self._lock = threading.Lock()
 
     @property
-    def held_bytes(self) -> int:
-        """What the memory holds now, counted as :func:`entry_size` does."""
-        return self._held
-
-    def __len__(self) -> int:
-        """The number of entries in memory."""
-        return len(self._memory)
+    def held(self) -> tuple[int, int]:
+        """What the memory holds now: entries, and bytes counted as :func:`entry_size` does."""
+        with self._lock:
+            return len(self._memory), self._held
 
     # ------------------------------------------------------------------ reads
 
