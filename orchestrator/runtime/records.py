@@ -188,10 +188,13 @@ class RecordStore:
                 if (known := self._rows.get(issue_id)) is None or not _same(known, number, version)
             ]
             self._forget_gone(repo, versions)
+        read: set[int] = set()
         for batch in self.db.issues.by_ids(stale):
             for row in batch:
-                self._row(row)
+                read.add(self._row(row).issue_id)
         with self._guard:
+            for issue_id in set(stale) - read:  # deleted in between
+                self._forget(issue_id)
             found = [self._rows.get(issue_id) for issue_id in versions]
         return {row.ref: row for row in found if row is not None and row.ref.repo == repo}
 
@@ -203,10 +206,14 @@ class RecordStore:
             if row.ref.repo == repo and issue_id not in versions
         ]
         for issue_id in gone:
-            del self._rows[issue_id]
-            lock = self._locks.get(issue_id)
-            if lock is not None and not lock.locked():
-                del self._locks[issue_id]
+            self._forget(issue_id)
+
+    def _forget(self, issue_id: int) -> None:
+        """Drop a row's copy, and its lock unless a write holds it (under the guard)."""
+        self._rows.pop(issue_id, None)
+        lock = self._locks.get(issue_id)
+        if lock is not None and not lock.locked():
+            del self._locks[issue_id]
 
     def get(self, ref: IssueRef) -> RecordRow | None:
         row = self.db.issues.get(ref.repo, ref.number)
