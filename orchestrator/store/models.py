@@ -56,11 +56,7 @@ class TrackedIssue(Base):
     """One issue the daemon owns or watches, with its phase and workpad record."""
 
     __tablename__ = "tracked_issues"
-    __table_args__ = (
-        UniqueConstraint("repo", "number", name="uq_tracked_issues_repo_number"),
-        # Covers a tick's read of every row's version: the index alone answers it.
-        Index("ix_tracked_issues_versions", "repo", "number", "version"),
-    )
+    __table_args__ = (UniqueConstraint("repo", "number", name="uq_tracked_issues_repo_number"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     repo: Mapped[str] = mapped_column(String(200))

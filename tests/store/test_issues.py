@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import threading
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from orchestrator.domain.phases import Phase, WaitingReason
 from orchestrator.store import migrate
@@ -139,31 +137,3 @@ def test_two_threads_race_for_one_transition(db_url: str) -> None:
     finally:
         for db in databases:
             db.close()
-
-
-def test_the_versions_of_a_repository_come_from_an_index_alone(sqlite_url: str) -> None:
-    """A tick reads every row's version: on SQLite the covering index answers it, so the
-    rows themselves (their JSON records) are never read for it."""
-    migrate.upgrade(sqlite_url)
-    db = Database.open(sqlite_url, caller_clock=True)
-    try:
-        ids = [_issue(db, number) for number in (3, 1, 2)]
-        db.issues.update_fields(ids[0], now=NOW, title="Moved")
-        statements: list[tuple[str, Any]] = []
-        event.listen(
-            db.engine,
-            "before_cursor_execute",
-            lambda _c, _cur, sql, params, _ctx, _many: statements.append((sql, params)),
-        )
-        # By row id, in issue number order: (number, version).
-        assert list(db.issues.versions("acme/app").items()) == [
-            (ids[1], (1, 1)),
-            (ids[2], (2, 1)),
-            (ids[0], (3, 2)),
-        ]
-        sql, params = next(s for s in statements if "tracked_issues" in s[0])
-        with db.engine.connect() as conn:
-            plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {sql}", params).fetchall()
-        assert any("COVERING INDEX ix_tracked_issues_versions" in str(row) for row in plan), plan
-    finally:
-        db.close()
