@@ -16,6 +16,7 @@ BENCHMARKS = (
     ("GitHub budget: polling 200 pull requests", "orchestrator.github.bench"),
     ("daemon: label to agent start, green + approval to merge", "orchestrator.runtime.bench"),
     ("replicas: takeover time, polling cost of 2 against 1", "orchestrator.runtime.cluster_bench"),
+    ("store: the tick's reads over 10,000 tracked issues", "orchestrator.store.bench"),
     ("scale: one daemon watching 1,000 and 10,000 issues", "orchestrator.runtime.scale_bench"),
 )
 

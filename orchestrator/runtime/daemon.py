@@ -205,6 +205,8 @@ class Daemon:
         except AssemblyError as error:
             raise DaemonError(str(error)) from None
         self.db = self._store.db
+        # The first tick's conditional requests then find their ETags in memory.
+        warmed = self.db.http_cache.warm()
         bind_context(repo=self.view.repo, replica=self.replica_id)
         self.cluster = ClusterRole(
             self.db, replica_id=self.replica_id, lease_s=self.lease_s, clock=self.clock
@@ -249,6 +251,7 @@ class Daemon:
             replica_id=self.replica_id,
             rollout_mode=self.view.flow.rollout_mode.value,
             sandbox=self.agents.sandbox.mode.value if self.agents.sandbox else None,
+            http_cache_warmed=warmed,
             interrupted_runs=self.recovery.interrupted_runs,
             intents_confirmed=self.recovery.confirmed,
             intents_unconfirmed=self.recovery.unconfirmed,
