@@ -53,7 +53,7 @@ def list_pulls(call: Call) -> Reply:
         head_owner, _, head_branch = head.partition(":") if ":" in head else (head, "", "")
     with call.state.lock:
         items: list[PullRequest] = []
-        for pr in repo.pulls.values():
+        for pr in call.state.index(repo).pulls_on(head_branch, base):
             issue = repo.issues[pr.number]
             if state not in ("all", issue.state):
                 continue

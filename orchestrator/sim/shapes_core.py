@@ -171,7 +171,7 @@ class ShapesCore:
         """A full-repository object (also satisfies the shorter repository shapes)."""
         url = self.repo_url(repo)
         html = self.repo_html(repo)
-        open_issues = sum(1 for i in repo.issues.values() if i.state == "open")
+        open_issues = len(self.state.index(repo).open_numbers)
         body: dict[str, Any] = {
             "id": repo.id,
             "node_id": repo.node_id,

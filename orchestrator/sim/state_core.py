@@ -19,6 +19,7 @@ from orchestrator.sim.clock import Clock, format_time, system_clock
 from orchestrator.sim.errors import NotFound
 from orchestrator.sim.gitstore import CommitInfo
 from orchestrator.sim.records import Repo, User
+from orchestrator.sim.state_index import RepoIndex
 
 # (repo, base sha, head sha) -> True when the head merges cleanly, None when unknown.
 MergeabilityProbe = Callable[[Repo, str, str], bool | None]
@@ -73,6 +74,7 @@ class StateCore:
         self.git: GitView | None = None
         self.mergeability_delay = DEFAULT_MERGEABILITY_DELAY
         self._tokens: dict[str, str] = {}
+        self._indexes: dict[int, RepoIndex] = {}
         self._ids = itertools.count(1)
         self._last_id = 0
 
@@ -102,6 +104,18 @@ class StateCore:
 
     def _touch(self) -> None:
         self.version += 1
+
+    def index(self, repo: Repo) -> RepoIndex:
+        """The lookups of ``repo`` (see `RepoIndex`), built from its records on first use.
+
+        Callers hold the lock; a repository object that replaced another of the
+        same id (a loaded snapshot) gets an index of its own.
+        """
+        found = self._indexes.get(repo.id)
+        if found is None or found.repo is not repo:
+            found = RepoIndex.of(repo)
+            self._indexes[repo.id] = found
+        return found
 
 
 def unique_names(names: Iterable[str]) -> list[str]:

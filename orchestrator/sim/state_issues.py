@@ -108,9 +108,10 @@ class IssuesState(AccountsState):
                 assignees=[self.user(a).login for a in assignees],
             )
             repo.issues[number] = issue
+            self.index(repo).add_issue(issue)
             for name in unique_names(labels):
                 label = self._ensure_label(repo, name)
-                issue.labels.append(label.name)
+                self._attach_label(repo, issue, label.name)
                 self._event(repo, issue, "labeled", account.login, label=label)
             self._touch()
             return issue
@@ -148,6 +149,7 @@ class IssuesState(AccountsState):
                 issue.closed_at = now
                 issue.closed_by = account.login
                 self._event(repo, issue, "closed", account.login)
+                self.index(repo).state_changed(issue)
             elif state == "open" and issue.state != "open":
                 pr = repo.pulls.get(number)
                 if pr is not None and pr.merged:
@@ -159,8 +161,9 @@ class IssuesState(AccountsState):
                 issue.closed_at = None
                 issue.closed_by = None
                 self._event(repo, issue, "reopened", account.login)
+                self.index(repo).state_changed(issue)
                 if pr is not None and pr.head_ref in repo.branches:
-                    pr.head_sha = repo.branches[pr.head_ref]
+                    self._move_head(repo, pr, repo.branches[pr.head_ref])
             elif state_reason is not None and issue.state == "closed":
                 issue.state_reason = state_reason
             issue.updated_at = now
@@ -177,7 +180,7 @@ class IssuesState(AccountsState):
                 if name.lower() in present:
                     continue
                 label = self._ensure_label(repo, name)
-                issue.labels.append(label.name)
+                self._attach_label(repo, issue, label.name)
                 present.add(name.lower())
                 self._event(repo, issue, "labeled", account.login, label=label)
             issue.updated_at = self.now()
@@ -213,6 +216,7 @@ class IssuesState(AccountsState):
         for present in list(issue.labels):
             if present.lower() == name.lower():
                 issue.labels.remove(present)
+                self.index(repo).label_removed(issue.number, present)
                 label = self.find_label(repo, present)
                 self._event(
                     repo,
@@ -221,6 +225,16 @@ class IssuesState(AccountsState):
                     actor,
                     label=label or Label(id=0, node_id="", name=present),
                 )
+
+    def _attach_label(self, repo: Repo, issue: Issue, name: str) -> None:
+        issue.labels.append(name)
+        self.index(repo).label_added(issue.number, name)
+
+    def _move_head(self, repo: Repo, pr: PullRequest, sha: str) -> None:
+        """Point a pull request at a new head commit (the index follows)."""
+        old = pr.head_sha
+        pr.head_sha = sha
+        self.index(repo).head_moved(pr, old)
 
     def issue_labels(self, repo: Repo, issue: Issue) -> list[Label]:
         """The label records an issue carries, in the order they were added."""
@@ -258,13 +272,14 @@ class IssuesState(AccountsState):
             rename_to=rename_to,
         )
         repo.events.append(record)
+        self.index(repo).add_event(record)
         return record
 
     def issue_events(self, repo: Repo, number: int) -> list[IssueEvent]:
         """The events of one issue, oldest first."""
         with self.lock:
             self.issue(repo, number)
-            return [e for e in repo.events if e.issue_number == number]
+            return list(self.index(repo).events_by_issue.get(number, ()))
 
     # --------------------------------------------------------------- comments
 
@@ -287,6 +302,7 @@ class IssuesState(AccountsState):
                 updated_at=now,
             )
             repo.comments[ident] = comment
+            self.index(repo).add_comment(comment)
             issue.updated_at = now
             self._touch()
             return comment
@@ -314,16 +330,17 @@ class IssuesState(AccountsState):
 
     def delete_comment(self, repo: Repo, comment_id: int) -> None:
         with self.lock:
-            self.comment(repo, comment_id)
+            comment = self.comment(repo, comment_id)
             del repo.comments[comment_id]
+            self.index(repo).remove_comment(comment)
             self._touch()
 
     def issue_comments(self, repo: Repo, number: int) -> list[IssueComment]:
         """The comments of one issue, oldest first."""
         with self.lock:
             self.issue(repo, number)
-            return [c for c in repo.comments.values() if c.issue_number == number]
+            return list(self.index(repo).comments_by_issue.get(number, {}).values())
 
     def comment_count(self, repo: Repo, number: int) -> int:
         with self.lock:
-            return sum(1 for c in repo.comments.values() if c.issue_number == number)
+            return len(self.index(repo).comments_by_issue.get(number, ()))
