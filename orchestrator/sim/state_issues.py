@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from orchestrator.sim.errors import NotFound, Unprocessable
 from orchestrator.sim.records import (
@@ -16,9 +17,27 @@ from orchestrator.sim.records import (
 )
 from orchestrator.sim.state_accounts import AccountsState
 from orchestrator.sim.state_core import unique_names
+from orchestrator.sim.state_index import RepoIndex
 
 # Colours GitHub gives labels created implicitly by adding them to an issue.
 _DEFAULT_LABEL_COLOR = "ededed"
+
+
+@dataclass(frozen=True, slots=True)
+class IssueQuery:
+    """The filters and order of GitHub's issue list (``GET /repos/{o}/{r}/issues``).
+
+    ``labels`` must all be present (any case); ``since`` keeps issues updated at
+    or after that GitHub-format time; ``assignee`` is a login, ``none`` or ``*``.
+    """
+
+    state: str = "open"
+    labels: tuple[str, ...] = ()
+    since: str | None = None
+    creator: str | None = None
+    assignee: str | None = None
+    sort: str = "created"
+    direction: str = "desc"
 
 
 class IssuesState(AccountsState):
@@ -70,6 +89,41 @@ class IssuesState(AccountsState):
     def pull(self, repo: Repo, number: int) -> PullRequest:
         """The pull request with this number; NotFound for a plain issue or a missing number."""
         return self._lookup(repo.pulls, number, f"pull request {repo.full_name}#{number}")
+
+    def list_issues(self, repo: Repo, query: IssueQuery) -> list[Issue]:
+        """The issues and pull requests ``query`` selects, in its order.
+
+        Worked out once per version of the state, so the pages of one listing
+        share it; the list is shared too, and must not be changed.
+        """
+        with self.lock:
+            return self.memo(("issues", repo.id, query), lambda: self._select(repo, query))
+
+    def _select(self, repo: Repo, query: IssueQuery) -> list[Issue]:
+        index = self.index(repo)
+        numbers: set[int] | Iterable[int]
+        if query.state == "open":
+            numbers = index.open_numbers
+        elif query.state == "closed":
+            numbers = repo.issues.keys() - index.open_numbers
+        else:
+            numbers = repo.issues.keys()
+        labelled = index.labelled(list(query.labels))
+        if labelled is not None:
+            numbers = labelled.intersection(numbers)
+        creator = query.creator.lower() if query.creator else None
+        items = []
+        for number in sorted(numbers):
+            issue = repo.issues[number]
+            if query.since and issue.updated_at < query.since:
+                continue
+            if creator and issue.author.lower() != creator:
+                continue
+            if query.assignee and not _assigned(issue, query.assignee):
+                continue
+            items.append(issue)
+        items.sort(key=_order(query.sort, index), reverse=query.direction == "desc")
+        return items
 
     def _new_number(self, repo: Repo) -> int:
         number = repo.next_number
@@ -344,3 +398,22 @@ class IssuesState(AccountsState):
     def comment_count(self, repo: Repo, number: int) -> int:
         with self.lock:
             return len(self.index(repo).comments_by_issue.get(number, ()))
+
+
+def _assigned(issue: Issue, assignee: str) -> bool:
+    """Whether ``issue`` matches an ``assignee`` filter: ``none``, ``*`` or a login."""
+    if assignee == "none":
+        return not issue.assignees
+    if assignee == "*":
+        return bool(issue.assignees)
+    return assignee.lower() in {login.lower() for login in issue.assignees}
+
+
+def _order(sort: str, index: RepoIndex) -> Callable[[Issue], tuple[object, int]]:
+    """The sort key of GitHub's ``sort`` parameter: created, updated or comments."""
+    if sort == "comments":
+        counts = index.comments_by_issue
+        return lambda issue: (len(counts.get(issue.number, ())), issue.id)
+    if sort == "updated":
+        return lambda issue: (issue.updated_at, issue.id)
+    return lambda issue: (issue.created_at, issue.id)

@@ -20,13 +20,52 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from orchestrator.sim.clock import ManualClock
 from orchestrator.sim.errors import SimError
-from orchestrator.sim.records import CheckRun, CommitStatus
+from orchestrator.sim.records import CheckRun, CommitStatus, Issue, Repo
 from orchestrator.sim.state import InlineComment, SimState
 from orchestrator.sim.state_index import RepoIndex
+from orchestrator.sim.state_issues import IssueQuery
 
 USERS = ("alice", "bob", "carol")
 LABELS = ("agent", "Agent", "blocked", "todo", "in progress")
 BASES = ("main", "release")
+QUERIES = (
+    IssueQuery(),
+    IssueQuery(state="all", sort="updated", direction="asc"),
+    IssueQuery(state="closed", labels=("agent",)),
+    IssueQuery(state="open", labels=("AGENT", "todo"), sort="comments"),
+    IssueQuery(state="all", labels=("blocked",), sort="updated", direction="desc"),
+    IssueQuery(state="all", creator="ALICE", assignee="none"),
+)
+
+
+def brute_list(state: SimState, repo: Repo, query: IssueQuery) -> list[Issue]:
+    """GitHub's issue list filters and order, by scanning every issue."""
+    items = []
+    for issue in repo.issues.values():
+        present = {name.lower() for name in issue.labels}
+        if query.state not in ("all", issue.state):
+            continue
+        if any(name.lower() not in present for name in query.labels):
+            continue
+        if query.since and issue.updated_at < query.since:
+            continue
+        if query.creator and issue.author.lower() != query.creator.lower():
+            continue
+        if query.assignee == "none" and issue.assignees:
+            continue
+        items.append(issue)
+    if query.sort == "comments":
+        counts = {
+            issue.number: sum(1 for c in repo.comments.values() if c.issue_number == issue.number)
+            for issue in items
+        }
+        items.sort(key=lambda issue: (counts[issue.number], issue.id))
+    else:
+        field = "updated_at" if query.sort == "updated" else "created_at"
+        items.sort(key=lambda issue: (getattr(issue, field), issue.id))
+    if query.direction == "desc":
+        items.reverse()
+    return items
 
 
 def filed(value: Any) -> Any:
@@ -288,6 +327,9 @@ class IndexedState(RuleBasedStateMachine):
                     and (base is None or pr.base_ref == base)
                 ]
                 assert index.pulls_on(head, base) == on
+        since = self.clock().strftime("%Y-%m-%dT%H:%M:%SZ")
+        for query in (*QUERIES, IssueQuery(state="all", since=since, sort="updated")):
+            assert state.list_issues(repo, query) == brute_list(state, repo, query)
 
 
 TestIndexedState = IndexedState.TestCase
