@@ -19,7 +19,7 @@ import itertools
 import json
 import socket
 import struct
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ from orchestrator.sim.errors import DOCS_URL, SimError
 from orchestrator.sim.faults import FaultDecision, FaultRule
 from orchestrator.sim.githttp import parse_git_path, run_http_backend
 from orchestrator.sim.records import User
+from orchestrator.sim.render_cache import RenderCache, Rendered
 
 log = get_logger(__name__)
 
@@ -126,6 +127,7 @@ class GitHubFront:
 
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
+        self.renders = RenderCache()
         self._request_ids = itertools.count(1)
 
     # ----------------------------------------------------------------- pieces
@@ -305,21 +307,13 @@ class GitHubFront:
                 base_url=self.base_url(request),
                 raw_body=await request.body(),
             )
-            try:
-                reply = await anyio.to_thread.run_sync(spec.handler, call)
-            except SimError as exc:
-                reply = Reply(exc.status, exc.body())
-            except Exception:
-                # A bug in a handler must look like GitHub's own 500, not a dropped request.
-                log.exception("sim_handler_failed", route=route)
-                reply = Reply(500, {"message": "Server Error", "documentation_url": DOCS_URL})
-            payload = b"" if reply.body is None else _dump(reply.body)
+            key = (request.url.path, request.url.query, call.base_url, user.login)
+            reply = await anyio.to_thread.run_sync(self.render, spec, call, key)
             extra = dict(reply.headers)
             not_modified = False
-            if request.method in ("GET", "HEAD") and reply.status == 200:
-                etag = 'W/"' + hashlib.sha256(payload).hexdigest() + '"'
-                extra["etag"] = etag
-                if _etag_matches(request.headers.get("if-none-match"), etag):
+            if reply.etag is not None:
+                extra["etag"] = reply.etag
+                if _etag_matches(request.headers.get("if-none-match"), reply.etag):
                     not_modified = True
                     if billed:
                         snapshot = billing.refund(token, spec.resource, billed)
@@ -333,12 +327,29 @@ class GitHubFront:
             return await self.drop(request)
         if not_modified:
             return Response(b"", status_code=304, headers=self.headers(extra))
-        if request.method == "HEAD":
-            payload = b""
+        payload = b"" if request.method == "HEAD" else reply.payload or b""
         response = Response(payload, status_code=reply.status, headers=self.headers(extra))
-        if reply.body is not None:
+        if reply.payload is not None:
             response.headers["content-type"] = "application/json; charset=utf-8"
         return response
+
+    def render(self, spec: RouteSpec, call: Call, key: Hashable) -> Rendered:
+        """The handler's answer as bytes (run in a worker thread).
+
+        A cacheable route's answer is reused for the same request ``key``
+        while the state's version stays the same.
+        """
+        if not spec.cacheable or call.method not in ("GET", "HEAD"):
+            return _render(spec, call)
+        state = self.emulator.state
+        with state.lock:
+            version = state.version
+            found = self.renders.get(key, version)
+            if found is None:
+                found = _render(spec, call)
+                if found.status == 200:
+                    self.renders.put(key, version, found)
+            return found
 
     # ---------------------------------------------------------------- GraphQL
 
@@ -510,6 +521,23 @@ class _TruncatedResponse(Response):
 async def _delay(milliseconds: int) -> None:
     if milliseconds:
         await asyncio.sleep(milliseconds / 1000)
+
+
+def _render(spec: RouteSpec, call: Call) -> Rendered:
+    """Run the handler; a GET answered 200 gets the ETag of its body."""
+    try:
+        reply = spec.handler(call)
+    except SimError as exc:
+        reply = Reply(exc.status, exc.body())
+    except Exception:
+        # A bug in a handler must look like GitHub's own 500, not a dropped request.
+        log.exception("sim_handler_failed", route=f"{spec.method} {spec.path}")
+        reply = Reply(500, {"message": "Server Error", "documentation_url": DOCS_URL})
+    payload = None if reply.body is None else _dump(reply.body)
+    etag = None
+    if call.method in ("GET", "HEAD") and reply.status == 200:
+        etag = 'W/"' + hashlib.sha256(payload or b"").hexdigest() + '"'
+    return Rendered(reply.status, payload, dict(reply.headers), etag)
 
 
 def _dump(body: Any) -> bytes:

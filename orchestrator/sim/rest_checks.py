@@ -126,14 +126,16 @@ def job_logs(call: Call) -> Reply:
 
 
 ROUTES: tuple[RouteSpec, ...] = (
-    RouteSpec("GET", REPO + "/commits/{ref:path}/check-runs", list_check_runs),
-    RouteSpec("GET", REPO + "/commits/{ref:path}/status", combined_status),
-    RouteSpec("GET", REPO + "/commits/{ref:path}/statuses", list_statuses),
+    RouteSpec("GET", REPO + "/commits/{ref:path}/check-runs", list_check_runs, cacheable=True),
+    RouteSpec("GET", REPO + "/commits/{ref:path}/status", combined_status, cacheable=True),
+    RouteSpec("GET", REPO + "/commits/{ref:path}/statuses", list_statuses, cacheable=True),
     RouteSpec("POST", REPO + "/statuses/{sha}", create_status),
     # The older spelling of the statuses list, which PyGithub still uses.
-    RouteSpec("GET", REPO + "/statuses/{sha}", list_statuses),
-    RouteSpec("GET", REPO + "/check-runs/{check_run_id:int}", get_check_run),
-    RouteSpec("GET", REPO + "/check-runs/{check_run_id:int}/annotations", list_annotations),
-    RouteSpec("GET", REPO + "/actions/jobs/{job_id:int}", get_job),
+    RouteSpec("GET", REPO + "/statuses/{sha}", list_statuses, cacheable=True),
+    RouteSpec("GET", REPO + "/check-runs/{check_run_id:int}", get_check_run, cacheable=True),
+    RouteSpec(
+        "GET", REPO + "/check-runs/{check_run_id:int}/annotations", list_annotations, cacheable=True
+    ),
+    RouteSpec("GET", REPO + "/actions/jobs/{job_id:int}", get_job, cacheable=True),
     RouteSpec("GET", REPO + "/actions/jobs/{job_id:int}/logs", job_logs),
 )
