@@ -12,13 +12,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import hashlib
 import importlib
 import itertools
 import json
-import socket
-import struct
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -28,7 +25,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from orchestrator.logs import get_logger
 from orchestrator.sim import rest_checks, rest_issues, rest_pulls, rest_repos
@@ -40,6 +37,7 @@ from orchestrator.sim.billing import (
     charge_tally,
 )
 from orchestrator.sim.control_api import control_routes
+from orchestrator.sim.dropped import ConnectionControl, drop
 from orchestrator.sim.emulator import Emulator
 from orchestrator.sim.errors import DOCS_URL, SimError
 from orchestrator.sim.faults import FaultDecision, FaultRule
@@ -50,7 +48,6 @@ from orchestrator.sim.render_cache import RenderCache, Rendered
 log = get_logger(__name__)
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-ABORT_KEY = "sim.abort"
 GRAPHQL_MODULE = "orchestrator.sim.graphql_api"
 
 _BASE_HEADERS = {
@@ -66,51 +63,6 @@ _BASE_HEADERS = {
 def all_routes() -> tuple[RouteSpec, ...]:
     """Every REST operation; check-run and status routes precede the plain commit route."""
     return rest_checks.ROUTES + rest_issues.ROUTES + rest_pulls.ROUTES + rest_repos.ROUTES
-
-
-class ConnectionControl:
-    """ASGI wrapper that lets the pipeline drop a connection without answering.
-
-    uvicorn's ``send`` is a bound method of the request cycle, which holds the
-    transport; setting SO_LINGER to zero before closing makes the client see a
-    reset, as when a proxy dies mid-request.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        dropped = False
-        transport = getattr(getattr(send, "__self__", None), "transport", None)
-
-        async def abort() -> None:
-            nonlocal dropped
-            dropped = True
-            if transport is not None:
-                sock = transport.get_extra_info("socket")
-                if sock is not None:
-                    with contextlib.suppress(OSError):
-                        sock.setsockopt(
-                            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-                        )
-                transport.abort()
-            # Let the server notice the lost connection before the app returns.
-            for _ in range(3):
-                await asyncio.sleep(0)
-
-        async def guarded_send(message: Message) -> None:
-            if not dropped:
-                await send(message)
-
-        scope[ABORT_KEY] = abort
-        try:
-            await self.app(scope, receive, guarded_send)
-        except Exception:
-            if not dropped:
-                raise
 
 
 @dataclass(slots=True)
@@ -189,16 +141,9 @@ class GitHubFront:
                 operation=outcome.operation,
             )
 
-    async def drop(self, request: Request) -> Response:
-        abort: Callable[[], Awaitable[None]] | None = request.scope.get(ABORT_KEY)
-        if abort is not None:
-            await abort()
-        # Without the wrapper the best available failure is a truncated answer.
-        return _TruncatedResponse()
-
     async def fault_reply(self, rule: FaultRule, request: Request) -> Response:
         if rule.action == "reset":
-            return await self.drop(request)
+            return await drop(request)
         if rule.action == "secondary":
             return self.secondary_response(SecondaryLimited(rule.status or 403, rule.retry_after))
         status = rule.status or 502
@@ -324,7 +269,7 @@ class GitHubFront:
         write = request.method in WRITE_METHODS
         self.record(request, token, route, _Outcome(reply.status, billed, not_modified, write))
         if rule is not None:
-            return await self.drop(request)
+            return await drop(request)
         if not_modified:
             return Response(b"", status_code=304, headers=self.headers(extra))
         payload = b"" if request.method == "HEAD" else reply.payload or b""
@@ -392,7 +337,7 @@ class GitHubFront:
         write = operation is not None
         self.record(request, token, route, _Outcome(status, sum(tally), False, write, operation))
         if rule is not None:
-            return await self.drop(request)
+            return await drop(request)
         return self.json_response(status, document, snapshot.headers())
 
     async def _run_graphql(
@@ -479,7 +424,7 @@ class GitHubFront:
         write = parsed.is_push and parsed.subpath == "git-receive-pack"
         self.record(request, token, route, _Outcome(answer.status, 0, False, write))
         if rule is not None:
-            return await self.drop(request)
+            return await drop(request)
         return Response(answer.body, status_code=answer.status, headers=answer.headers)
 
     # ------------------------------------------------------------ job logs
@@ -499,23 +444,6 @@ class GitHubFront:
         except SimError:
             return PlainTextResponse("Not Found\n", status_code=404)
         return PlainTextResponse(text)
-
-
-class _TruncatedResponse(Response):
-    """Announces a body and then fails, so the client sees a broken connection."""
-
-    def __init__(self) -> None:
-        super().__init__(b"", status_code=200)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-length", b"1024"), (b"content-type", b"application/json")],
-            }
-        )
-        raise ConnectionAbortedError("injected fault: connection dropped")
 
 
 async def _delay(milliseconds: int) -> None:
