@@ -12,10 +12,9 @@ GitHub's formula, and executed by graphql-core with the resolvers of
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, cast
 
@@ -397,16 +396,11 @@ def _build_resolvers() -> dict[str, Resolver]:
     return table
 
 
-_resolver_lock = threading.Lock()
-_resolver_table: dict[str, Resolver] = {}
-
-
+@cache
 def resolvers() -> dict[str, Resolver]:
-    """Resolver of every field of the emulated schema, by ``Type.field``."""
-    with _resolver_lock:
-        if not _resolver_table:
-            _resolver_table.update(_build_resolvers())
-        return _resolver_table
+    """Resolver of every field of the emulated schema, by ``Type.field`` (built once; every
+    field of every query looks its resolver up here)."""
+    return _build_resolvers()
 
 
 def _resolve_field(source: Any, info: GraphQLResolveInfo[Any], **args: Any) -> Any:
