@@ -12,7 +12,7 @@ import sys
 
 BENCHMARKS = (
     ("planner: plan() over 10,000 tracked issues", "orchestrator.domain.bench"),
-    ("emulator: simple GET requests per second", "orchestrator.sim.bench"),
+    ("emulator: requests per second, simple and at 10,000 issues", "orchestrator.sim.bench"),
     ("GitHub budget: polling 200 pull requests", "orchestrator.github.bench"),
     ("daemon: label to agent start, green + approval to merge", "orchestrator.runtime.bench"),
     ("replicas: takeover time, polling cost of 2 against 1", "orchestrator.runtime.cluster_bench"),
