@@ -47,7 +47,7 @@ from orchestrator.runtime.scale_world import (
     insert_records,
     make_template,
     post_workpads,
-    seed_one_by_one,
+    seed_pulls,
     wait_for,
     write_policy,
 )
@@ -104,11 +104,8 @@ class ScaleRun:
             )
         template = make_template(world, self.policy, self.db_url, self.tmp / "template.log")
         started = time.monotonic()
-        self.seeded = seed_one_by_one(
-            world,
-            self.size - 1,
-            lambda n: template.pr_body.replace(f"#{template.number}", f"#{n}"),
-        )
+        body = template.pr_body.replace(f"#{template.number}", "#{issue}")
+        self.seeded = seed_pulls(world, self.size - 1, body)
 
         def url_of(pr: int) -> str:
             return f"{world.url}/{world.repo}/pull/{pr}"

@@ -30,6 +30,7 @@ from sqlalchemy import insert
 from orchestrator.domain.snapshot import HeadSighting, IssueRef, StoredRecord
 from orchestrator.domain.workpad import PRRef, render_workpad
 from orchestrator.runtime.records import RecordStore, record_columns
+from orchestrator.sim.control import ControlClient
 from orchestrator.sim.testing import SimWorld
 from orchestrator.store.database import Database
 from orchestrator.store.models import TrackedIssue
@@ -295,26 +296,25 @@ def post_workpads(
         return dict(pool.map(post, seeded))
 
 
-def seed_one_by_one(
-    world: SimWorld, count: int, body_of: Callable[[int], str], *, workers: int = 4
-) -> list[Seeded]:
-    """``count`` labelled issues, each with its pull request and a green check on its head,
-    through the emulator's ordinary endpoints (slow: for a few thousand at most)."""
-    control, human = world.control, world.human.login
-
-    def one(index: int) -> Seeded:
-        number = control.create_issue(world.repo, f"Scale {index}", as_user=human, labels=[OWNER])
-        branch = f"orchestrator/issue-{number}"
-        sha = control.push(
-            world.repo, branch, {f"scale/{number}.txt": f"{number}\n"}, as_user=human
-        )
-        pull = (
-            world.github()
-            .get_repo(world.repo)
-            .create_pull(base="main", head=branch, title=f"Scale {number}", body=body_of(number))
-        )
-        control.check_run(world.repo, sha=sha, name=CHECK, conclusion="success")
-        return Seeded(number, pull.number, branch, sha)
-
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(one, range(count)))
+def seed_pulls(world: SimWorld, count: int, body: str) -> list[Seeded]:
+    """``count`` labelled issues, each with the bot's pull request from
+    ``orchestrator/issue-N`` (``body``, with ``{issue}`` for N) and a green check on its
+    head, in one call to the emulator's bulk seed."""
+    control = ControlClient(world.url, timeout=1800)
+    items = control.seed(
+        world.repo,
+        count,
+        as_user=world.human.login,
+        labels=[OWNER],
+        title="Scale {issue}",
+        pulls={
+            "as": world.bot.login,
+            "branch": "orchestrator/issue-{issue}",
+            "body": body,
+            "check_run": {"name": CHECK, "conclusion": "success"},
+        },
+    )
+    return [
+        Seeded(int(item["issue"]), int(item["pull"]), str(item["branch"]), str(item["head_sha"]))
+        for item in items
+    ]

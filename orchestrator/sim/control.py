@@ -134,9 +134,10 @@ class ControlClient:
         """Open ``count`` issues in one call (``{issue}`` in ``title`` is each one's number).
 
         With ``pulls`` (``as``, ``base``, a ``branch`` name with ``{issue}``,
-        ``check_run`` {name, status, conclusion}, ``review`` {as, state, body})
-        each issue is followed by an open pull request from its own branch whose
-        body says ``Closes #N``. One item per issue: ``issue``, and with pull
+        ``body`` with ``{issue}``, ``check_run`` {name, status, conclusion},
+        ``review`` {as, state, body}) each issue is followed by an open pull
+        request from its own branch whose body says ``Closes #N`` unless ``body``
+        says otherwise. One item per issue: ``issue``, and with pull
         requests ``pull``, ``branch`` and ``head_sha``.
         """
         payload = {

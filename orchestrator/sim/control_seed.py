@@ -48,6 +48,8 @@ class _Pulls:
     branch: str
     check_run: _CheckRun | None
     review: _Review | None
+    # The pull request's body; ``{issue}`` is each one's issue number.
+    body: str = "Closes #{issue}"
 
 
 def seed(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
@@ -106,6 +108,7 @@ def _pulls(emulator: Emulator, repo: Repo, data: dict[str, Any] | None) -> _Pull
         author=author,
         base=base,
         branch=branch,
+        body=field_value(data, "body", str) or "Closes #{issue}",
         check_run=_check_run(check) if check is not None else None,
         review=_review(emulator, author, review) if review is not None else None,
     )
@@ -178,7 +181,12 @@ def _open_pull(
     branch = pulls.branch.replace(ISSUE, str(number))
     state.set_branch(repo, branch, sha, pulls.author)
     _issue, pr = state.create_pull(
-        repo, pulls.author, title, head=branch, base=pulls.base, body=f"Closes #{number}"
+        repo,
+        pulls.author,
+        title,
+        head=branch,
+        base=pulls.base,
+        body=pulls.body.replace(ISSUE, str(number)),
     )
     check = pulls.check_run
     if check is not None:
