@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -68,6 +69,12 @@ def test_the_stores_cache_keeps_polls_cheap_across_a_restart(tmp_path: Path) -> 
         control = world.control
         control.push(world.repo, "b", {"f.txt": "1\n"}, as_user=world.human.login)
         number = control.create_pull(world.repo, "T", "b", as_user=world.bot.login)
+        # Mergeability is worked out a moment later and changes the fingerprint: wait for it,
+        # so both lives see the same pull request.
+        pull = world.github().get_repo(world.repo).get_pull(number)
+        while pull.mergeable is None:
+            time.sleep(0.05)
+            pull = world.github().get_repo(world.repo).get_pull(number)
         clock = datetime.now(UTC) + timedelta(seconds=SETTLE_S + 1)
         issues = f"/repos/{world.repo}/issues"
         for life in ("first", "after a restart"):
