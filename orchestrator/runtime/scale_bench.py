@@ -259,6 +259,9 @@ class ScaleRun:
                 f"{tick.get('issues', 0)} of {self.size} issues planned after two ticks; "
                 f"{tick.get('catching_up') or 'nothing left to read'}"
             )
+            paused = self.daemon.events("catch_up_paused")
+            if paused:
+                progress += f" (budgets: {paused[-1].get('budgets')})"
         return first, after - before, progress
 
 
@@ -269,9 +272,11 @@ def _stats(values: list[float]) -> str:
     )
 
 
-def run_size(size: int, interval_ms: int, samples: int) -> Figures:
+def run_size(size: int, interval_ms: int, samples: int, *, keep: bool = False) -> Figures:
     with tempfile.TemporaryDirectory(prefix="orchestrator-scale-") as scratch:
-        tmp = Path(scratch)
+        tmp = Path(tempfile.mkdtemp(prefix="orchestrator-scale-kept-")) if keep else Path(scratch)
+        if keep:
+            print(f"  keeping the world, the database and the daemon's log in {tmp}", flush=True)
         with running_world(tmp / "sim") as world:
             run = ScaleRun(world, tmp, size, interval_ms)
             run.build()
@@ -348,10 +353,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000", help="comma-separated issue counts")
     parser.add_argument("--interval-ms", type=int, default=5000)
+    parser.add_argument("--keep", action="store_true", help="keep each size's files")
     parser.add_argument("--samples", type=int, default=10, help="measurements of each latency")
     args = parser.parse_args(argv)
     for size in (int(s) for s in args.sizes.split(",")):
-        report(run_size(size, args.interval_ms, args.samples), args.interval_ms)
+        report(run_size(size, args.interval_ms, args.samples, keep=args.keep), args.interval_ms)
     return 0
 
 
