@@ -11,6 +11,8 @@ polling is not paced: it costs little, and what it reads is what the daemon acts
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -26,7 +28,8 @@ RESERVE_SHARE = 0.1
 
 @dataclass(frozen=True)
 class CatchUp:
-    """What is left to read once, what one tick read, and the pace the budget allows."""
+    """What is left to read once, what one tick read, and the pace the budget allows
+    (``allowed``: items per poll interval)."""
 
     what: str
     left: int
@@ -53,7 +56,7 @@ class CatchUp:
             )
         return (
             f"{self.what}: {self.left} left, {self.read} read this tick, "
-            f"{self.allowed} per tick as the budget allows, "
+            f"{self.allowed} per interval as the budget allows, "
             f"about {eta.total_seconds() / 60:.0f} min at this pace"
         )
 
@@ -81,3 +84,26 @@ def items_per_tick(
         return 0
     units = usable * CATCH_UP_SHARE / ticks_left
     return max(1, int(units / max(cost_per_item, 0.001)))
+
+
+class Pacer:
+    """Turns a per-interval allowance into what this tick may read, however often ticks run.
+
+    Ticks run back to back while there is work (a change asks for the next tick at once),
+    so an allowance per tick would spend the budget faster than planned: each tick may
+    read its share of the time since catching up last read something, at most one interval's.
+    """
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._monotonic = monotonic
+        self._last: float | None = None
+
+    def allow(self, per_interval: int, interval_s: float) -> int:
+        if self._last is None:
+            return per_interval
+        elapsed = self._monotonic() - self._last
+        return int(per_interval * min(1.0, elapsed / max(interval_s, 0.001)))
+
+    def read(self) -> None:
+        """Something was read: the next share counts from now."""
+        self._last = self._monotonic()

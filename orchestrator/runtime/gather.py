@@ -31,7 +31,7 @@ from orchestrator.domain.snapshot import (
     Snapshot,
     TrackedIssue,
 )
-from orchestrator.github.allowance import CatchUp, items_per_tick
+from orchestrator.github.allowance import CatchUp, Pacer, items_per_tick
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.outcomes import ApprovalActor
 from orchestrator.github.prstate import StateMemo, inspect_pr_state
@@ -86,6 +86,7 @@ class SnapshotBuilder:
         self.sweep = PassiveSweep(DEFAULT_SWEEP_SPREAD)
         # What is still to be read once after a start with an empty database, by kind.
         self.catching_up: dict[str, CatchUp] = {}
+        self._pacers = {"workpads": Pacer(), "pulls": Pacer()}
 
     def build(self, view: PolicyView, now: datetime, running: tuple[RunningAgent, ...]) -> Gathered:
         """Read everything one plan needs; raises RateLimited when the budget is spent."""
@@ -194,14 +195,14 @@ class SnapshotBuilder:
         unread = sorted(n for n in passive if n not in moved and n not in known)
         resting = sorted(known)
         states.update(poller.poll(view.repo, sorted(polled) + signaled, memo))
-        allowed = items_per_tick(
+        per_interval = items_per_tick(
             github.accounting,
             "graphql",
             cost_per_item=FIRST_READ_POINTS,
             interval_s=view.interval_s,
             now=now,
         )
-        first = unread[:allowed]
+        first = unread[: self._pacers["pulls"].allow(per_interval, view.interval_s)]
         due = first + (self.sweep.slice(resting) if not unread else [])
         swept: list[int] = []
         behind = False
@@ -218,11 +219,13 @@ class SnapshotBuilder:
             if number not in states and number in known:
                 states[number] = known[number]
         still_unread = [n for n in unread if n not in states]
+        if len(still_unread) < len(unread):
+            self._pacers["pulls"].read()
         self.catching_up["pulls"] = CatchUp(
             "waiting pull requests to read once",
             left=len(still_unread),
             read=len(unread) - len(still_unread),
-            allowed=allowed,
+            allowed=per_interval,
             interval_s=view.interval_s,
         )
         for number in sorted(fresh):
@@ -342,7 +345,7 @@ class SnapshotBuilder:
         ]
         # A recovery reads the issue's comments and its pull request's (REST) and asks who
         # last edited the workpad and the review comment (GraphQL): about 2 of each.
-        allowed = min(
+        per_interval = min(
             items_per_tick(
                 self.github.accounting,
                 resource,
@@ -352,6 +355,7 @@ class SnapshotBuilder:
             )
             for resource in ("core", "graphql")
         )
+        allowed = self._pacers["workpads"].allow(per_interval, view.interval_s)
         done = 0
         for ref in unknown:
             if done >= allowed or (done and time.monotonic() > deadline):
@@ -361,11 +365,13 @@ class SnapshotBuilder:
                 rows[ref] = recovered
             done += 1
         left = unknown[done:]
+        if done:
+            self._pacers["workpads"].read()
         self.catching_up["workpads"] = CatchUp(
             "workpad comments to recover",
             left=len(left),
             read=done,
-            allowed=allowed,
+            allowed=per_interval,
             interval_s=view.interval_s,
         )
         if left and not allowed:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from orchestrator.github.accounting import Accounting, Budget
-from orchestrator.github.allowance import UNKNOWN_BUDGET_ITEMS, CatchUp, items_per_tick
+from orchestrator.github.allowance import UNKNOWN_BUDGET_ITEMS, CatchUp, Pacer, items_per_tick
 
 NOW = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 
@@ -40,9 +40,23 @@ def test_the_catch_up_says_how_long_it_takes_at_the_budgets_pace() -> None:
     catching = CatchUp("workpad comments to recover", left=1000, read=9, allowed=9, interval_s=30)
     assert catching.eta == timedelta(seconds=112 * 30)
     assert catching.describe() == (
-        "workpad comments to recover: 1000 left, 9 read this tick, 9 per tick as the budget "
-        "allows, about 56 min at this pace"
+        "workpad comments to recover: 1000 left, 9 read this tick, 9 per interval as the "
+        "budget allows, about 56 min at this pace"
     )
     paused = CatchUp("workpad comments to recover", left=10, read=0, allowed=0, interval_s=30)
     assert paused.eta is None and "paused until the budget resets" in paused.describe()
     assert CatchUp("x", left=0, read=3, allowed=3, interval_s=1).describe() == "x: done"
+
+
+def test_ticks_back_to_back_share_one_intervals_allowance() -> None:
+    clock = [100.0]
+    pacer = Pacer(monotonic=lambda: clock[0])
+    assert pacer.allow(10, interval_s=5) == 10
+    pacer.read()
+    clock[0] += 1
+    assert pacer.allow(10, interval_s=5) == 2
+    clock[0] += 1.5
+    assert pacer.allow(10, interval_s=5) == 5
+    pacer.read()
+    clock[0] += 60
+    assert pacer.allow(10, interval_s=5) == 10  # never more than one interval's worth

@@ -57,11 +57,6 @@ def test_a_thousand_waiting_pull_requests_miss_no_change_and_keep_the_budget(
         insert_records(
             db, repo=repo, template=template, seeded=seeded, url_of=url_of, comments=comments
         )
-        # The daemon's budget from here on: GitHub's default for a token.
-        for resource in ("core", "graphql"):
-            control.set_rate_limit(
-                login=world.bot.login, resource=resource, limit=5000, remaining=5000
-            )
         records = RecordStore(db)
         daemon = DaemonProcess(policy, world, tmp_path / "daemon.log")
 
@@ -82,7 +77,20 @@ def test_a_thousand_waiting_pull_requests_miss_no_change_and_keep_the_budget(
 
         daemon.start()
         try:
-            # A whole pass of the sweep, then the cost of one more.
+            # Every pull request read once (the seeded database has no state of them), with a
+            # large budget; then GitHub's default budget for a token, a whole pass of the
+            # sweep, and the cost of one more.
+            wait_for(
+                "the first read of every pull request",
+                lambda: (
+                    bool(daemon.events("tick")) and daemon.events("tick")[-1]["catching_up"] is None
+                ),
+                600,
+            )
+            for resource in ("core", "graphql"):
+                control.set_rate_limit(
+                    login=world.bot.login, resource=resource, limit=5000, remaining=5000
+                )
             wait_ticks(DEFAULT_SWEEP_SPREAD + 2)
             writes, before = len(control.writes()), billed()
             first = ticks()
