@@ -107,8 +107,7 @@ class ScaleRun:
             )
         template = make_template(world, self.policy, self.db_url, self.tmp / "template.log")
         started = time.monotonic()
-        body = template.pr_body.replace(f"#{template.number}", "#{issue}")
-        self.seeded = seed_pulls(world, self.size - 1, body)
+        self.seeded = seed_pulls(world, template, self.size - 1)
 
         def url_of(pr: int) -> str:
             return f"{world.url}/{world.repo}/pull/{pr}"

@@ -159,6 +159,8 @@ class Template:
     record: StoredRecord
     workpad_body: str
     pr_body: str
+    # The issue's labels by then (the ownership label and the tracker state's).
+    labels: tuple[str, ...]
 
 
 def make_template(world: SimWorld, policy: Path, db_url: str, log: Path) -> Template:
@@ -193,10 +195,12 @@ def make_template(world: SimWorld, policy: Path, db_url: str, log: Path) -> Temp
     row = records.get(IssueRef(world.repo, number))
     assert row is not None and row.workpad_comment_id is not None
     repo = world.github().get_repo(world.repo)
-    workpad = repo.get_issue(number).get_comment(row.workpad_comment_id).body
+    issue = repo.get_issue(number)
+    workpad = issue.get_comment(row.workpad_comment_id).body
     pr_body = repo.get_pull(pr).body or ""
+    labels = tuple(sorted(label.name for label in issue.labels))
     db.close()
-    return Template(number, row.record, workpad, pr_body)
+    return Template(number, row.record, workpad, pr_body, labels)
 
 
 @dataclass(frozen=True)
@@ -264,8 +268,7 @@ def insert_records(
                 "repo": repo,
                 "number": item.number,
                 "title": f"Scale {item.number}",
-                "labels": [OWNER],
-                "tracker_state": "Todo",
+                "labels": list(template.labels),
                 "phase": record.phase.value,
                 "phase_since": record.phase_since,
                 "workpad_comment_id": comments[item.number],
@@ -296,16 +299,17 @@ def post_workpads(
         return dict(pool.map(post, seeded))
 
 
-def seed_pulls(world: SimWorld, count: int, body: str) -> list[Seeded]:
-    """``count`` labelled issues, each with the bot's pull request from
-    ``orchestrator/issue-N`` (``body``, with ``{issue}`` for N) and a green check on its
-    head, in one call to the emulator's bulk seed."""
+def seed_pulls(world: SimWorld, template: Template, count: int) -> list[Seeded]:
+    """``count`` issues labelled as the template, each with the bot's pull request from
+    ``orchestrator/issue-N`` (the template's body) and a green check on its head, in one
+    call to the emulator's bulk seed."""
     control = ControlClient(world.url, timeout=1800)
+    body = template.pr_body.replace(f"#{template.number}", "#{issue}")
     items = control.seed(
         world.repo,
         count,
         as_user=world.human.login,
-        labels=[OWNER],
+        labels=list(template.labels),
         title="Scale {issue}",
         pulls={
             "as": world.bot.login,

@@ -46,8 +46,7 @@ def test_a_thousand_waiting_pull_requests_miss_no_change_and_keep_the_budget(
         policy = write_policy(tmp_path, INTERVAL_MS)
         db_url = f"sqlite:///{tmp_path / 'scale.db'}"
         template = make_template(world, policy, db_url, tmp_path / "template.log")
-        body = template.pr_body.replace(f"#{template.number}", "#{issue}")
-        seeded = seed_pulls(world, SIZE - 1, body)
+        seeded = seed_pulls(world, template, SIZE - 1)
 
         def url_of(pr: int) -> str:
             return f"{world.url}/{repo}/pull/{pr}"
