@@ -12,10 +12,12 @@ import sys
 
 BENCHMARKS = (
     ("planner: plan() over 10,000 tracked issues", "orchestrator.domain.bench"),
-    ("emulator: simple GET requests per second", "orchestrator.sim.bench"),
+    ("emulator: requests per second, simple and at 10,000 issues", "orchestrator.sim.bench"),
     ("GitHub budget: polling 200 pull requests", "orchestrator.github.bench"),
     ("daemon: label to agent start, green + approval to merge", "orchestrator.runtime.bench"),
     ("replicas: takeover time, polling cost of 2 against 1", "orchestrator.runtime.cluster_bench"),
+    ("store: the tick's reads over 10,000 tracked issues", "orchestrator.store.bench"),
+    ("scale: one daemon watching 1,000 and 10,000 issues", "orchestrator.runtime.scale_bench"),
 )
 
 

@@ -52,7 +52,7 @@ class FixTargetKind(StrEnum):
     FINDING = "finding"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FixEntry:
     """The agent's account of one thread, check or finding."""
 
@@ -64,7 +64,7 @@ class FixEntry:
     commit: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FixSummary:
     """A parsed ``fix-summary.json``: one entry per thread, check or finding."""
 

@@ -31,7 +31,7 @@ class ResultErrorKind(StrEnum):
     HEAD_MISMATCH = "head_mismatch"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ResultError:
     """A located problem in a result file; ``str()`` gives ``file:line: field: message``."""
 
@@ -48,7 +48,7 @@ class ResultError:
         return f"{where}: {self.message}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HeadMismatch(ResultError):
     """The review was written for another commit than the one the runtime expected."""
 

@@ -89,7 +89,7 @@ class Severity(StrEnum):
         return int(self.value[1])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One finding of a structured review."""
 
@@ -102,7 +102,7 @@ class Finding:
     location: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Review:
     """A parsed ``structured_markdown_v1`` review of one head commit."""
 
@@ -123,7 +123,7 @@ _BLOCKABLE_REASONS = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BlockedQuestion:
     """The question an agent asks a human when it cannot go on (``blocked.md``)."""
 
@@ -132,7 +132,7 @@ class BlockedQuestion:
     text: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PRDescription:
     """The pull request body an agent wrote (``pr-description.md``)."""
 

@@ -11,7 +11,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -37,37 +37,57 @@ class CachedAnswer(Protocol):
     def body(self) -> str: ...
 
 
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    """One answer to keep for a URL: its validators and its body."""
+
+    url: str
+    etag: str | None
+    last_modified: str | None
+    body: str
+
+
 class EtagCache(Protocol):
-    """Where conditional requests keep their last answer (the store's HttpCache fits)."""
+    """Where conditional requests keep their last answer (the store's HttpCache fits).
+
+    ``get_many`` and ``put_many`` read and write many keys at once (the pull
+    request poller's states), in one round trip where the cache has a database.
+    """
 
     def get(self, url: str) -> CachedAnswer | None: ...
+
+    def get_many(self, urls: Iterable[str]) -> Mapping[str, CachedAnswer]: ...
 
     def put(
         self, url: str, *, etag: str | None, last_modified: str | None, body: str, now: datetime
     ) -> None: ...
 
+    def put_many(self, entries: Sequence[CacheEntry], *, now: datetime) -> None: ...
+
 
 class MemoryEtagCache:
-    """An in-process ETag cache, for tools and tests that have no database."""
-
-    @dataclass(frozen=True)
-    class _Entry:
-        etag: str | None
-        body: str
+    """An in-process, unbounded ETag cache, for tools and tests that have no database."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, MemoryEtagCache._Entry] = {}
+        self._entries: dict[str, CacheEntry] = {}
         self._lock = threading.Lock()
 
     def get(self, url: str) -> CachedAnswer | None:
         with self._lock:
             return self._entries.get(url)
 
+    def get_many(self, urls: Iterable[str]) -> Mapping[str, CachedAnswer]:
+        with self._lock:
+            return {url: self._entries[url] for url in urls if url in self._entries}
+
     def put(
         self, url: str, *, etag: str | None, last_modified: str | None, body: str, now: datetime
     ) -> None:
+        self.put_many([CacheEntry(url, etag, last_modified, body)], now=now)
+
+    def put_many(self, entries: Sequence[CacheEntry], *, now: datetime) -> None:
         with self._lock:
-            self._entries[url] = MemoryEtagCache._Entry(etag, body)
+            self._entries.update((entry.url, entry) for entry in entries)
 
 
 @dataclass(frozen=True)
@@ -98,7 +118,7 @@ class GitHubClient:
     ) -> None:
         register_secret(token)
         self.endpoint = endpoint.rstrip("/")
-        self.cache = cache or MemoryEtagCache()
+        self.cache = cache if cache is not None else MemoryEtagCache()
         self.accounting = accounting or Accounting()
         self.retry = retry or RetryPolicy()
         self._sleep = sleep

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,7 +24,7 @@ from orchestrator.domain.snapshot import (
     ReviewVerdict,
     ThreadComment,
 )
-from orchestrator.github.client import EtagCache, GitHubClient
+from orchestrator.github.client import CacheEntry, EtagCache, GitHubClient
 from orchestrator.github.completion import (
     HEAD_CHECKS_KEY,
     INCOMPLETE_KEY,
@@ -115,6 +115,10 @@ SETTLE_S = 3.0
 _UNSETTLED = "unsettled:"
 
 
+# Pull request number -> (the fingerprint its state was read under, the state).
+StateMemo = dict[int, tuple[str, PullRequest]]
+
+
 class PRStatePoller:
     """Polls many pull requests of one repository at the cost of their fingerprints."""
 
@@ -130,42 +134,110 @@ class PRStatePoller:
         self._actor = actor
         self._clock = clock
 
-    def poll(self, repo: str, numbers: Sequence[int]) -> dict[int, PullRequest]:
-        """The state of each pull request; full fetches only for changed fingerprints."""
+    def poll(
+        self, repo: str, numbers: Sequence[int], memo: StateMemo | None = None
+    ) -> dict[int, PullRequest]:
+        """The state of each pull request; full fetches only for changed fingerprints.
+
+        ``memo`` (kept by the caller across polls) spares decoding an unchanged state.
+        """
         if not numbers:
             return {}
+        memo = memo if memo is not None else {}
         fingerprints = fetch_fingerprints(self._client, repo, numbers)
-        states: dict[int, dict[str, Any]] = {}
-        changed: list[int] = []
+        found: dict[int, PullRequest] = {}
+        unknown: dict[int, dict[str, Any]] = {}
         for number, node in fingerprints.items():
-            cached = (
-                self._cache.get(self._key(repo, number)) if fingerprint_is_whole(node) else None
-            )
-            if cached is not None and cached.etag == fingerprint_hash(node):
-                states[number] = json.loads(cached.body)
+            remembered = memo.get(number)
+            if (
+                remembered is not None
+                and fingerprint_is_whole(node)
+                and remembered[0] == fingerprint_hash(node)
+            ):
+                found[number] = remembered[1]
             else:
-                changed.append(number)
+                unknown[number] = node
+        states, changed = reusable_states(self._cache, repo, unknown)
+        for number, node in states.items():
+            fingerprint = fingerprint_hash(unknown[number])
+            found[number] = self._remember(memo, repo, number, fingerprint, node)
         if changed:
             fresh = fetch_states(self._client, repo, changed)
             now = self._clock()
+            entries = []
             for number, node in fresh.items():
-                states[number] = node
                 fingerprint = fingerprint_hash(fingerprints[number])
                 updated = _time(fingerprints[number].get("updatedAt"))
                 if (now - updated).total_seconds() < SETTLE_S:
                     fingerprint = _UNSETTLED + fingerprint
-                self._cache.put(
-                    self._key(repo, number),
-                    etag=fingerprint,
-                    last_modified=None,
-                    body=json.dumps(node),
-                    now=now,
+                entries.append(
+                    CacheEntry(state_key(repo, number), fingerprint, None, json.dumps(node))
                 )
-        return {n: to_pull_request(repo, node, self._actor) for n, node in states.items()}
+                found[number] = self._remember(memo, repo, number, fingerprint, node)
+            self._cache.put_many(entries, now=now)
+        return found
 
-    @staticmethod
-    def _key(repo: str, number: int) -> str:
-        return f"graphql:pr-state:{repo}#{number}"
+    def last_known(
+        self, repo: str, numbers: Iterable[int], memo: StateMemo
+    ) -> dict[int, PullRequest]:
+        """The state each pull request had when it was last polled, without asking GitHub
+        (from ``memo``, else from the cache, which outlives restarts); unknown ones are left out.
+        """
+        found: dict[int, PullRequest] = {}
+        missing: dict[int, str] = {}
+        for number in numbers:
+            remembered = memo.get(number)
+            if remembered is not None:
+                found[number] = remembered[1]
+            else:
+                missing[number] = state_key(repo, number)
+        cached = self._cache.get_many(missing.values()) if missing else {}
+        for number, key in missing.items():
+            entry = cached.get(key)
+            if entry is None:
+                continue
+            try:
+                node = json.loads(entry.body)
+                found[number] = self._remember(memo, repo, number, entry.etag or "", node)
+            except (ValueError, KeyError, TypeError):
+                continue  # an unreadable entry: the pull request is polled instead
+        return found
+
+    def _remember(
+        self, memo: StateMemo, repo: str, number: int, fingerprint: str, node: dict[str, Any]
+    ) -> PullRequest:
+        state = to_pull_request(repo, node, self._actor)
+        memo[number] = (fingerprint, state)
+        return state
+
+
+def state_key(repo: str, number: int) -> str:
+    """The cache key of a pull request's full state."""
+    return f"graphql:pr-state:{repo}#{number}"
+
+
+def reusable_states(
+    cache: EtagCache, repo: str, fingerprints: Mapping[int, dict[str, Any]]
+) -> tuple[dict[int, dict[str, Any]], list[int]]:
+    """The cached full state of each pull request whose fingerprint is unchanged; the others.
+
+    The cache is read once for all of them (a query per few hundred keys on the store).
+    """
+    keys = {
+        number: state_key(repo, number)
+        for number, node in fingerprints.items()
+        if fingerprint_is_whole(node)
+    }
+    cached = cache.get_many(keys.values()) if keys else {}
+    states: dict[int, dict[str, Any]] = {}
+    changed: list[int] = []
+    for number, node in fingerprints.items():
+        found = cached.get(keys[number]) if number in keys else None
+        if found is not None and found.etag == fingerprint_hash(node):
+            states[number] = json.loads(found.body)
+        else:
+            changed.append(number)
+    return states, changed
 
 
 def inspect_pr_state(

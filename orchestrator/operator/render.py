@@ -75,6 +75,34 @@ def header_lines(daemon: dict[str, Any] | None) -> list[str]:
             f"GitHub {budget['resource']}: {budget['remaining']}/{budget['limit']} "
             f"left, resets {budget['reset_at']}"
         )
+    lines += polling_lines(daemon.get("polling"))
+    return lines
+
+
+def polling_lines(polling: dict[str, Any] | None) -> list[str]:
+    """Polling's cost per cycle, the passive sweep, and catching up, as the API gives them."""
+    if not polling:
+        return []
+    per_issue = polling.get("units_per_issue")
+    line = f"polling: {polling['units_per_cycle']} units per cycle"
+    if per_issue is not None:
+        line += f" ({per_issue} per issue, {polling['issues']} issues)"
+    lines = [line]
+    for budget in polling.get("budgets") or ():
+        if budget.get("exhausted_at"):
+            lines.append(
+                f"warning: the {budget['resource']} budget runs out at {budget['exhausted_at']} "
+                "at this pace"
+            )
+    sweep = polling.get("sweep") or {}
+    if sweep.get("passive"):
+        last = sweep.get("last_pass_ticks")
+        lines.append(
+            f"waiting pull requests: {sweep['read_this_pass']}/{sweep['passive']} re-read this "
+            f"pass, a pass every {last if last is not None else sweep['spread_ticks']} ticks"
+            + (" (behind: the last tick ran out of time)" if sweep.get("behind") else "")
+        )
+    lines += [f"catching up {item}" for item in polling.get("catching_up") or ()]
     return lines
 
 

@@ -17,11 +17,8 @@ figures and asserts nothing.
 from __future__ import annotations
 
 import argparse
-import json
 import random
-import shlex
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -31,46 +28,11 @@ from typing import Any
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.logs import configure_logging
 from orchestrator.runtime.daemon import Daemon
+from orchestrator.runtime.scale_world import APPROVAL, CHECK, OWNER, write_policy
 from orchestrator.sim.testing import SimWorld, running_world
 
 INTERVAL_MS = 1_000
-OWNER = "orchestrator"
-APPROVAL = "state:merging"
 _POLL_S = 0.005
-
-_SCENARIO: dict[str, Any] = {
-    "steps": [
-        {"session": "auto"},
-        {"write": {"path": "src/bench.py", "content": "VALUE = 1\n", "append": True}},
-        {"commit": "Benchmark change"},
-        {"pr_description": "## Summary\n\nA benchmark change."},
-    ],
-    "phases": {"reviewing": {"steps": [{"review": {"findings": []}}]}},
-}
-
-
-def _policy(tmp: Path, world: SimWorld, scenario: Path) -> Path:
-    agent = f"{shlex.quote(sys.executable)} -m orchestrator.sim.agent"
-    document = {
-        "tracker": {"repo": world.repo, "endpoint": "$BENCH_ENDPOINT", "token": "$BENCH_TOKEN"},
-        "polling": {"interval_ms": INTERVAL_MS},
-        "workspace": {"root": str(tmp / "workspaces")},
-        "agent": {
-            "preset": "command",
-            "command": f"{agent} --scenario {shlex.quote(str(scenario))}",
-            "stall_timeout_ms": 30_000,
-            "turn_timeout_ms": 60_000,
-            # The scenario lives here: the sandbox hides the rest of tmp from the agent.
-            "home": str(scenario.parent),
-        },
-        "orchestration": {"ownership": {"required_label": OWNER}},
-        "rollout": {"mode": "merge", "kill_switch_file": str(tmp / "STOP")},
-        "merge": {"mode": "auto", "require_human_approval": True},
-        "database": {"url": f"sqlite:///{tmp / 'bench.db'}"},
-    }
-    path = tmp / "WORKFLOW.md"
-    path.write_text(f"---\n{json.dumps(document, indent=2)}\n---\n", encoding="utf-8")
-    return path
 
 
 def _wait(predicate: Callable[[], bool], timeout_s: float = 120.0) -> float:
@@ -135,7 +97,7 @@ class _Bench:
         pr = row.record.workpad.pr.number
         head = str(self._pull(pr).head_sha)
         self._settle()
-        control.check_run(repo, sha=head, name="ci", conclusion="success")
+        control.check_run(repo, sha=head, name=CHECK, conclusion="success")
         control.add_labels(repo, number, [APPROVAL], as_user=human)
         return _wait(lambda: bool(self._pull(pr).merged))
 
@@ -157,12 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(fmt="console", level="error")
     with tempfile.TemporaryDirectory(prefix="orchestrator-bench-") as scratch:
         tmp = Path(scratch)
-        (tmp / "agent-home").mkdir(mode=0o700)
-        scenario = tmp / "agent-home" / "scenario.json"
-        scenario.write_text(json.dumps(_SCENARIO), encoding="utf-8")
         with running_world(tmp / "sim") as world:
-            env = {"BENCH_ENDPOINT": world.url, "BENCH_TOKEN": world.bot.token}
-            daemon = Daemon(_policy(tmp, world, scenario), serve_web=False, harden=False, env=env)
+            env = {
+                "SCALE_REPO": world.repo,
+                "SCALE_ENDPOINT": world.url,
+                "SCALE_TOKEN": world.bot.token,
+            }
+            policy = write_policy(tmp, INTERVAL_MS)
+            daemon = Daemon(policy, serve_web=False, harden=False, env=env)
             daemon.start()
             try:
                 daemon.run_scheduler()

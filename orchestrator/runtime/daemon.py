@@ -50,6 +50,7 @@ from orchestrator.runtime.containment import log_sandbox, sandbox_status
 from orchestrator.runtime.hardening import forbid_inspection
 from orchestrator.runtime.jobs import Jobs, start_scheduler
 from orchestrator.runtime.notify import SystemdNotifier, watchdog_interval_s
+from orchestrator.runtime.polling_status import CycleCosts, PollingStatus, resource_costs
 from orchestrator.runtime.records import RecordStore
 from orchestrator.runtime.recovery import RecoveryReport, recover_after_restart
 from orchestrator.runtime.status import BudgetStatus, RuntimeStatus
@@ -137,6 +138,8 @@ class Daemon:
         self.notifier = SystemdNotifier()
         self.db_health = DatabaseHealth()
         self.accounting = Accounting()
+        self.cycle_costs = CycleCosts()
+        self.last_tick_issues = 0
         self._tick_lock = threading.Lock()
         self._request_lock = threading.Lock()
         self._pending = False
@@ -202,6 +205,8 @@ class Daemon:
         except AssemblyError as error:
             raise DaemonError(str(error)) from None
         self.db = self._store.db
+        # The first tick's conditional requests then find their ETags in memory.
+        warmed = self.db.http_cache.warm()
         bind_context(repo=self.view.repo, replica=self.replica_id)
         self.cluster = ClusterRole(
             self.db, replica_id=self.replica_id, lease_s=self.lease_s, clock=self.clock
@@ -246,6 +251,7 @@ class Daemon:
             replica_id=self.replica_id,
             rollout_mode=self.view.flow.rollout_mode.value,
             sandbox=self.agents.sandbox.mode.value if self.agents.sandbox else None,
+            http_cache_warmed=warmed,
             interrupted_runs=self.recovery.interrupted_runs,
             intents_confirmed=self.recovery.confirmed,
             intents_unconfirmed=self.recovery.unconfirmed,
@@ -378,7 +384,9 @@ class Daemon:
             self.ticks += 1
             self.last_tick_at = now
             self.last_tick_duration_s = (self.clock() - now).total_seconds()
+            self.cycle_costs.add(self.accounting.take_tick_units())
         self.last_tick_error = None
+        self.last_tick_issues = report.issues
         self.db_health.succeeded()
         self.dispatches += report.execution.dispatched
         if report.execution.dispatched:
@@ -702,6 +710,24 @@ class Daemon:
             rate_limit_deferrals=self.rate_limit_deferrals,
             policy_reload_errors=self.policy_reload_errors,
             sandbox=sandbox_status(self.agents.sandbox),
+            polling=self._polling_status(),
+        )
+
+    def _polling_status(self) -> PollingStatus | None:
+        if not self.leading:
+            return None
+        builder = self.parts.builder
+        return PollingStatus(
+            interval_s=self.view.interval_s,
+            issues=self.last_tick_issues,
+            costs=resource_costs(
+                self.cycle_costs.per_cycle(),
+                dict(self.accounting.budgets),
+                self.view.interval_s,
+                self.clock(),
+            ),
+            sweep=builder.sweep.status(),
+            catching_up=tuple(c.describe() for c in builder.catching_up.values() if c.left),
         )
 
     # ================================================================= tests

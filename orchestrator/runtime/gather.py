@@ -1,10 +1,10 @@
 """The tick's first step: read the world into the planner's Snapshot.
 
-Candidates come from one conditional list request; tracked issues that left the
-list are refreshed one by one (conditional, so free while unchanged); the store's
-rows become StoredRecords; pull requests are polled in batches (fresh,
-uncached reads for issues about to merge); control labels on pull requests and
-the repository-wide stop label come from one conditional list per label; label
+Candidates, tracked issues that left the candidates, and the carriers of the
+control labels (on issues and pull requests, and the repository-wide stop label)
+come from the repository's issue feed: one conditional page of what changed per
+tick once it is warm; the store's rows become StoredRecords; pull requests are
+polled in batches (fresh, uncached reads for issues about to merge); label
 events and comments are read only where a gate or a blocked issue needs them.
 An issue the store does not know yet is looked up in its workpad comment first.
 """
@@ -12,7 +12,6 @@ An issue the store does not know yet is looked up in its workpad comment first.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
 
@@ -32,11 +31,14 @@ from orchestrator.domain.snapshot import (
     Snapshot,
     TrackedIssue,
 )
+from orchestrator.github.allowance import CatchUp, Pacer, items_per_tick
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.outcomes import ApprovalActor
-from orchestrator.github.prstate import inspect_pr_state
+from orchestrator.github.prstate import StateMemo, inspect_pr_state
+from orchestrator.github.queries import MAX_FINGERPRINT_BATCH
 from orchestrator.logs import get_logger
 from orchestrator.runtime.records import RecordRow, RecordStore
+from orchestrator.runtime.sweep import DEFAULT_SWEEP_SPREAD, PassiveSweep
 from orchestrator.runtime.switches import SwitchBoard
 from orchestrator.runtime.wiring import GitHubAccess, PolicyView, parse_time
 from orchestrator.runtime.workpad_recovery import WorkpadRecovery
@@ -45,6 +47,18 @@ log = get_logger(__name__)
 
 # Phases in which the pull request is read fresh (uncached) before every decision.
 FRESH_PR_PHASES = frozenset({Phase.READY_TO_MERGE, Phase.MERGING})
+# Phases in which the pull request waits for a person: read when the issue feed sees it
+# move, and otherwise a slice per tick (see orchestrator.runtime.sweep).
+PASSIVE_PR_PHASES = frozenset({Phase.WAITING_FOR_HUMAN, Phase.BLOCKED})
+# Pull requests per fingerprint query of the sweep (GitHub's batch limit).
+SWEEP_BATCH = MAX_FINGERPRINT_BATCH
+# The share of the poll interval a tick may spend on the passive sweep.
+SWEEP_SHARE = 0.5
+# GraphQL points of a pull request's first read: its share of a fingerprint batch and
+# of a state batch (see orchestrator.github.queries).
+FIRST_READ_POINTS = 0.52
+# Units of each budget (REST, GraphQL) one workpad recovery costs, about.
+RECOVERY_UNITS = 2.0
 
 
 @dataclass
@@ -65,6 +79,14 @@ class SnapshotBuilder:
         # Candidates whose comments were searched for a workpad and had none (this process).
         self._no_workpad: set[IssueRef] = set()
         self._recovery = WorkpadRecovery(github, records)
+        # The last state read of each polled pull request, by number.
+        self._pr_memo: StateMemo = {}
+        # The comments of blocked issues, by number, with the issue's updated_at they are of.
+        self._comment_memo: dict[int, tuple[str, tuple[IssueComment, ...]]] = {}
+        self.sweep = PassiveSweep(DEFAULT_SWEEP_SPREAD)
+        # What is still to be read once after a start with an empty database, by kind.
+        self.catching_up: dict[str, CatchUp] = {}
+        self._pacers = {"workpads": Pacer(), "pulls": Pacer()}
 
     def build(self, view: PolicyView, now: datetime, running: tuple[RunningAgent, ...]) -> Gathered:
         """Read everything one plan needs; raises RateLimited when the budget is spent."""
@@ -72,28 +94,33 @@ class SnapshotBuilder:
         repo = view.repo
         # Labels are as fresh as the first read that brought them, not as the moment noted.
         read_at = time.monotonic()
+        github.feed.watch(self._watched_labels(view))
         candidates = {issue.ref: issue for issue in github.tracker.fetch_candidates()}
         rows = self.records.load(repo)
-        for ref, issue in candidates.items():
-            if ref not in rows:
-                recovered = self._recover_from_workpad(view, issue, now)
-                if recovered is not None:
-                    rows[ref] = recovered
+        deadline = read_at + view.interval_s * SWEEP_SHARE
+        # Issues whose record or pull request is still to be read once: left out of this plan.
+        pending = self._recover(view, candidates, rows, now, deadline)
         live = {ref: row for ref, row in rows.items() if row.record.phase is not Phase.DONE}
+        for number in [n for n in self._comment_memo if IssueRef(repo, n) not in live]:
+            del self._comment_memo[number]
         missing = [ref for ref in live if ref not in candidates]
-        refreshed = github.tracker.refresh_by_ids(missing) if missing else {}
+        refreshed = github.tracker.refresh_by_ids(missing)
         issues: dict[IssueRef, TrackedIssue] = {**candidates, **refreshed}
 
-        carriers = self._label_carriers(repo, self._watched_labels(view))
+        carriers = {label: github.feed.carriers(label) for label in self._watched_labels(view)}
         repo_stop = view.flow.repo_kill_switch_label
         stopped = bool(carriers.get(repo_stop))
         self.switches.note_repo(repo, stopped, read_at=read_at)
-        prs = self._pull_requests(view, issues, live, carriers)
+        moved = github.feed.changes()
+        prs, unread = self._pull_requests(
+            view, issues, live, carriers, moved=moved, deadline=deadline, now=now
+        )
+        pending |= unread
 
         items: list[IssueSnapshot] = []
         for ref, tracked in issues.items():
             row = rows.get(ref)
-            if row is not None and row.record.phase is Phase.DONE:
+            if ref in pending or (row is not None and row.record.phase is Phase.DONE):
                 continue
             pr = prs.get(ref)
             issue = self._with_details(view, tracked, pr, row)
@@ -125,19 +152,6 @@ class SnapshotBuilder:
             | flow.approval_labels
         )
 
-    def _label_carriers(self, repo: str, labels: Iterable[str]) -> dict[str, frozenset[int]]:
-        """Open issues and pull requests carrying each label (one conditional list per label)."""
-        client = self.github.client
-        carriers: dict[str, frozenset[int]] = {}
-        for label in sorted(labels):
-            items = client.paginate(
-                f"/repos/{repo}/issues",
-                params={"state": "open", "labels": label},
-                conditional=True,
-            )
-            carriers[label] = frozenset(int(item["number"]) for item in items)
-        return carriers
-
     # --------------------------------------------------------- pull requests
 
     def _pull_requests(
@@ -146,26 +160,83 @@ class SnapshotBuilder:
         issues: dict[IssueRef, TrackedIssue],
         rows: dict[IssueRef, RecordRow],
         carriers: dict[str, frozenset[int]],
-    ) -> dict[IssueRef, PullRequest]:
+        *,
+        moved: set[int],
+        deadline: float,
+        now: datetime,
+    ) -> tuple[dict[IssueRef, PullRequest], set[IssueRef]]:
         polled: dict[int, IssueRef] = {}
         fresh: dict[int, IssueRef] = {}
+        passive: dict[int, IssueRef] = {}
         for ref, row in rows.items():
             pr_ref = row.record.workpad.pr
             if ref not in issues or pr_ref is None:
                 continue
-            target = fresh if row.record.phase in FRESH_PR_PHASES else polled
+            phase = row.record.phase
+            target = (
+                fresh
+                if phase in FRESH_PR_PHASES
+                else passive
+                if phase in PASSIVE_PR_PHASES
+                else polled
+            )
             target[pr_ref.number] = ref
         github = self.github
+        poller = github.poller()
+        memo = self._pr_memo
+        for number in [n for n in memo if n not in polled and n not in passive]:
+            del memo[number]
         states: dict[int, PullRequest] = {}
-        if polled:
-            states.update(github.poller().poll(view.repo, sorted(polled)))
+        # Passive ones are read when the feed saw them move; the rest keep their last state
+        # until their slice of the sweep comes. Ones never read (after a start with an empty
+        # database) are read first, at the pace the GraphQL budget allows.
+        known = poller.last_known(view.repo, (n for n in passive if n not in moved), memo)
+        signaled = sorted(n for n in passive if n in moved)
+        unread = sorted(n for n in passive if n not in moved and n not in known)
+        resting = sorted(known)
+        states.update(poller.poll(view.repo, sorted(polled) + signaled, memo))
+        per_interval = items_per_tick(
+            github.accounting,
+            "graphql",
+            cost_per_item=FIRST_READ_POINTS,
+            interval_s=view.interval_s,
+            now=now,
+        )
+        first = unread[: self._pacers["pulls"].allow(per_interval, view.interval_s)]
+        due = first + (self.sweep.slice(resting) if not unread else [])
+        swept: list[int] = []
+        behind = False
+        for start in range(0, len(due), SWEEP_BATCH):
+            if swept and time.monotonic() > deadline:
+                behind = True
+                break
+            batch = due[start : start + SWEEP_BATCH]
+            states.update(poller.poll(view.repo, batch, memo))
+            swept.extend(batch)
+        if not unread:
+            self.sweep.done(resting, swept, behind=behind)
+        for number in resting:
+            if number not in states and number in known:
+                states[number] = known[number]
+        still_unread = [n for n in unread if n not in states]
+        if len(still_unread) < len(unread):
+            self._pacers["pulls"].read()
+        self.catching_up["pulls"] = CatchUp(
+            "waiting pull requests to read once",
+            left=len(still_unread),
+            read=len(unread) - len(still_unread),
+            allowed=per_interval,
+            interval_s=view.interval_s,
+        )
         for number in sorted(fresh):
             state = inspect_pr_state(github.client, view.repo, number, github.actor)
             if state is not None:
                 states[number] = state
         found: dict[IssueRef, PullRequest] = {}
+        for number in still_unread:
+            states.pop(number, None)
         for number, state in states.items():
-            ref = polled.get(number) or fresh[number]
+            ref = polled.get(number) or passive.get(number) or fresh[number]
             recorded = rows[ref].record.workpad.pr
             labels = frozenset(label for label, numbers in carriers.items() if number in numbers)
             found[ref] = replace(
@@ -174,7 +245,7 @@ class SnapshotBuilder:
                 labels=labels,
                 head_branch=rows[ref].record.workpad.branch,
             )
-        return found
+        return found, {passive[n] for n in still_unread}
 
     # ------------------------------------------------------ events, comments
 
@@ -231,6 +302,17 @@ class SnapshotBuilder:
         return replace(pr, label_events=events) if events else pr
 
     def _comments(self, repo: str, number: int) -> tuple[IssueComment, ...]:
+        # A new comment moves the issue's updated_at: while it stays, so do the comments.
+        updated_at = self.github.feed.updated_at(number)
+        remembered = self._comment_memo.get(number)
+        if updated_at is not None and remembered is not None and remembered[0] == updated_at:
+            return remembered[1]
+        comments = self._read_comments(repo, number)
+        if updated_at is not None:
+            self._comment_memo[number] = (updated_at, comments)
+        return comments
+
+    def _read_comments(self, repo: str, number: int) -> tuple[IssueComment, ...]:
         items = self.github.client.paginate(
             f"/repos/{repo}/issues/{number}/comments", conditional=True
         )
@@ -247,6 +329,61 @@ class SnapshotBuilder:
         return tuple(comments)
 
     # ---------------------------------------------------------- workpad recovery
+
+    def _recover(
+        self,
+        view: PolicyView,
+        candidates: dict[IssueRef, TrackedIssue],
+        rows: dict[IssueRef, RecordRow],
+        now: datetime,
+        deadline: float,
+    ) -> set[IssueRef]:
+        """Look up the workpad of candidates the store does not know, as the budget allows;
+        the ones left for later ticks are returned."""
+        unknown = [
+            ref for ref in sorted(candidates) if ref not in rows and ref not in self._no_workpad
+        ]
+        # A recovery reads the issue's comments and its pull request's (REST) and asks who
+        # last edited the workpad and the review comment (GraphQL): about 2 of each.
+        per_interval = min(
+            items_per_tick(
+                self.github.accounting,
+                resource,
+                cost_per_item=RECOVERY_UNITS,
+                interval_s=view.interval_s,
+                now=now,
+            )
+            for resource in ("core", "graphql")
+        )
+        allowed = self._pacers["workpads"].allow(per_interval, view.interval_s)
+        done = 0
+        for ref in unknown:
+            if done >= allowed or (done and time.monotonic() > deadline):
+                break
+            recovered = self._recover_from_workpad(view, candidates[ref], now)
+            if recovered is not None:
+                rows[ref] = recovered
+            done += 1
+        left = unknown[done:]
+        if done:
+            self._pacers["workpads"].read()
+        self.catching_up["workpads"] = CatchUp(
+            "workpad comments to recover",
+            left=len(left),
+            read=done,
+            allowed=per_interval,
+            interval_s=view.interval_s,
+        )
+        if left and not allowed:
+            log.warning(
+                "catch_up_paused",
+                left=len(left),
+                budgets={
+                    name: (budget.remaining, budget.limit)
+                    for name, budget in self.github.accounting.budgets.items()
+                },
+            )
+        return set(left)
 
     def _recover_from_workpad(
         self, view: PolicyView, issue: TrackedIssue, now: datetime

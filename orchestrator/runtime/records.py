@@ -43,7 +43,7 @@ _WRITE_ATTEMPTS = 5
 RECOVERY_KEY = "recovery"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RecoveryNote:
     """The text of a workpad block that could not be trusted, kept until an operator checks it."""
 
@@ -51,7 +51,7 @@ class RecoveryNote:
     problem: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RecordRow:
     """One tracked issue as the runtime sees it: its row identity and its flow record."""
 
@@ -129,16 +129,26 @@ def _recovery(row: TrackedIssue) -> RecoveryNote | None:
     return RecoveryNote(raw=note["raw"], problem=problem if isinstance(problem, str) else None)
 
 
+def _same(row: RecordRow, number: int, version: int) -> bool:
+    # The number guards against SQLite giving a deleted row's id to a new one.
+    return row.ref.number == number and row.version == version
+
+
 class RecordStore:
-    """Reads and guarded writes of flow records. Thread-safe."""
+    """Reads and guarded writes of flow records. Thread-safe.
+
+    The rows last read are kept, by row id: every write bumps a row's version,
+    whoever writes it (another thread, another replica, an operator tool), so a
+    row whose issue number and version are unchanged is the same row, and is
+    neither read again nor decoded again. Rows that disappeared from the
+    database are dropped at the next :meth:`load` of their repository.
+    """
 
     def __init__(self, db: Database) -> None:
         self.db = db
         self._locks: dict[int, threading.Lock] = {}
         self._guard = threading.Lock()
-        # Decoded records by row id and version: every write bumps the version, so an
-        # unchanged row is never decoded twice (a tick reads every row).
-        self._decoded: dict[int, tuple[int, StoredRecord]] = {}
+        self._rows: dict[int, RecordRow] = {}
 
     def _lock(self, issue_id: int) -> threading.Lock:
         with self._guard:
@@ -148,26 +158,62 @@ class RecordStore:
 
     def _row(self, row: TrackedIssue) -> RecordRow:
         with self._guard:
-            cached = self._decoded.get(row.id)
-        if cached is not None and cached[0] == row.version:
-            record = cached[1]
-        else:
-            record = row_record(row)
-            with self._guard:
-                self._decoded[row.id] = (row.version, record)
-        return RecordRow(
+            known = self._rows.get(row.id)
+        if known is not None and _same(known, row.number, row.version):
+            return known
+        found = RecordRow(
             issue_id=row.id,
             ref=IssueRef(row.repo, row.number),
             title=row.title,
             version=row.version,
-            record=record,
+            record=row_record(row),
             workpad_comment_id=row.workpad_comment_id,
             recovery=_recovery(row),
         )
+        with self._guard:
+            self._rows[row.id] = found
+        return found
 
     def load(self, repo: str) -> dict[IssueRef, RecordRow]:
-        """Every tracked issue of ``repo``, done ones included."""
-        return {row.ref: row for row in map(self._row, self.db.issues.all(repo))}
+        """Every tracked issue of ``repo``, done ones included, in number order.
+
+        One query reads the rows' versions; only the rows that changed since
+        they were last read are read in full (a few hundred per query).
+        """
+        versions = self.db.issues.versions(repo)
+        with self._guard:
+            stale = [
+                issue_id
+                for issue_id, (number, version) in versions.items()
+                if (known := self._rows.get(issue_id)) is None or not _same(known, number, version)
+            ]
+            self._forget_gone(repo, versions)
+        read: set[int] = set()
+        for batch in self.db.issues.by_ids(stale):
+            for row in batch:
+                read.add(self._row(row).issue_id)
+        with self._guard:
+            for issue_id in set(stale) - read:  # deleted in between
+                self._forget(issue_id)
+            found = [self._rows.get(issue_id) for issue_id in versions]
+        return {row.ref: row for row in found if row is not None and row.ref.repo == repo}
+
+    def _forget_gone(self, repo: str, versions: dict[int, tuple[int, int]]) -> None:
+        """Drop what is kept for the rows of ``repo`` that are no longer in the database."""
+        gone = [
+            issue_id
+            for issue_id, row in self._rows.items()
+            if row.ref.repo == repo and issue_id not in versions
+        ]
+        for issue_id in gone:
+            self._forget(issue_id)
+
+    def _forget(self, issue_id: int) -> None:
+        """Drop a row's copy, and its lock unless a write holds it (under the guard)."""
+        self._rows.pop(issue_id, None)
+        lock = self._locks.get(issue_id)
+        if lock is not None and not lock.locked():
+            del self._locks[issue_id]
 
     def get(self, ref: IssueRef) -> RecordRow | None:
         row = self.db.issues.get(ref.repo, ref.number)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from orchestrator.runtime.polling_status import PollingStatus
+
 
 @dataclass(frozen=True, slots=True)
 class RunningTurn:
@@ -83,6 +85,8 @@ class RuntimeStatus:
     policy_reload_errors: int = 0
     # The agents' sandbox (None before the agents are wired).
     sandbox: SandboxStatus | None = None
+    # What polling costs and how far its sweep got (None on a follower).
+    polling: PollingStatus | None = None
 
     @property
     def role(self) -> str:

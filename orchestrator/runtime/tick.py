@@ -93,5 +93,7 @@ class Tick:
             refused=execution.refused,
             dispatched=execution.dispatched,
             duration_ms=round(report.duration_s * 1000),
+            catching_up="; ".join(c.describe() for c in self.builder.catching_up.values() if c.left)
+            or None,
         )
         return report

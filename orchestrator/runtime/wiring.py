@@ -43,7 +43,7 @@ from orchestrator.runtime.containment import (
     state_directory,
 )
 from orchestrator.tracker.base import TrackerSettings
-from orchestrator.tracker.github_issues import GitHubIssuesTracker
+from orchestrator.tracker.github_issues import GitHubIssuesTracker, issue_feed
 from orchestrator.workflow import Workflow, flow_policy
 from orchestrator.workflow.schema import Policy, TrackerKind
 
@@ -252,6 +252,8 @@ class GitHubAccess:
         self._local = threading.local()
         self._login: str | None = None
         self._login_lock = threading.Lock()
+        # One incremental view of the repository's issues, shared by every thread's tracker.
+        self.feed = issue_feed(tracker)
 
     def same_as(self, endpoint: str, token: str, tracker: TrackerSettings) -> bool:
         """Whether this access already matches these settings (no rebuild on reload)."""
@@ -271,7 +273,7 @@ class GitHubAccess:
             )
             gateway = GitHubGateway(client)
             found = _ThreadClients(
-                client, gateway, GitHubIssuesTracker(gateway, self.tracker_settings)
+                client, gateway, GitHubIssuesTracker(gateway, self.tracker_settings, self.feed)
             )
             self._local.clients = found
         return found

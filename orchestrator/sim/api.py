@@ -180,6 +180,9 @@ class RouteSpec:
     """One REST operation: HTTP method, Starlette path template, handler.
 
     ``free`` routes cost nothing (``/rate_limit``); ``resource`` is the budget billed.
+    A ``cacheable`` GET answers from the state alone (never from the clock), so
+    its rendering is reused while the state is unchanged
+    (`orchestrator.sim.render_cache`).
     """
 
     method: str
@@ -187,6 +190,7 @@ class RouteSpec:
     handler: Handler
     free: bool = False
     resource: str = "core"
+    cacheable: bool = False
 
 
 def sort_key(sort: str) -> Callable[[Any], Any]:

@@ -12,14 +12,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
 import hashlib
 import importlib
 import itertools
 import json
-import socket
-import struct
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +25,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp
 
 from orchestrator.logs import get_logger
 from orchestrator.sim import rest_checks, rest_issues, rest_pulls, rest_repos
@@ -40,16 +37,17 @@ from orchestrator.sim.billing import (
     charge_tally,
 )
 from orchestrator.sim.control_api import control_routes
+from orchestrator.sim.dropped import ConnectionControl, drop
 from orchestrator.sim.emulator import Emulator
 from orchestrator.sim.errors import DOCS_URL, SimError
 from orchestrator.sim.faults import FaultDecision, FaultRule
 from orchestrator.sim.githttp import parse_git_path, run_http_backend
 from orchestrator.sim.records import User
+from orchestrator.sim.render_cache import RenderCache, Rendered
 
 log = get_logger(__name__)
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-ABORT_KEY = "sim.abort"
 GRAPHQL_MODULE = "orchestrator.sim.graphql_api"
 
 _BASE_HEADERS = {
@@ -67,51 +65,6 @@ def all_routes() -> tuple[RouteSpec, ...]:
     return rest_checks.ROUTES + rest_issues.ROUTES + rest_pulls.ROUTES + rest_repos.ROUTES
 
 
-class ConnectionControl:
-    """ASGI wrapper that lets the pipeline drop a connection without answering.
-
-    uvicorn's ``send`` is a bound method of the request cycle, which holds the
-    transport; setting SO_LINGER to zero before closing makes the client see a
-    reset, as when a proxy dies mid-request.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        dropped = False
-        transport = getattr(getattr(send, "__self__", None), "transport", None)
-
-        async def abort() -> None:
-            nonlocal dropped
-            dropped = True
-            if transport is not None:
-                sock = transport.get_extra_info("socket")
-                if sock is not None:
-                    with contextlib.suppress(OSError):
-                        sock.setsockopt(
-                            socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-                        )
-                transport.abort()
-            # Let the server notice the lost connection before the app returns.
-            for _ in range(3):
-                await asyncio.sleep(0)
-
-        async def guarded_send(message: Message) -> None:
-            if not dropped:
-                await send(message)
-
-        scope[ABORT_KEY] = abort
-        try:
-            await self.app(scope, receive, guarded_send)
-        except Exception:
-            if not dropped:
-                raise
-
-
 @dataclass(slots=True)
 class _Outcome:
     status: int
@@ -126,6 +79,7 @@ class GitHubFront:
 
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
+        self.renders = RenderCache()
         self._request_ids = itertools.count(1)
 
     # ----------------------------------------------------------------- pieces
@@ -187,16 +141,9 @@ class GitHubFront:
                 operation=outcome.operation,
             )
 
-    async def drop(self, request: Request) -> Response:
-        abort: Callable[[], Awaitable[None]] | None = request.scope.get(ABORT_KEY)
-        if abort is not None:
-            await abort()
-        # Without the wrapper the best available failure is a truncated answer.
-        return _TruncatedResponse()
-
     async def fault_reply(self, rule: FaultRule, request: Request) -> Response:
         if rule.action == "reset":
-            return await self.drop(request)
+            return await drop(request)
         if rule.action == "secondary":
             return self.secondary_response(SecondaryLimited(rule.status or 403, rule.retry_after))
         status = rule.status or 502
@@ -305,21 +252,13 @@ class GitHubFront:
                 base_url=self.base_url(request),
                 raw_body=await request.body(),
             )
-            try:
-                reply = await anyio.to_thread.run_sync(spec.handler, call)
-            except SimError as exc:
-                reply = Reply(exc.status, exc.body())
-            except Exception:
-                # A bug in a handler must look like GitHub's own 500, not a dropped request.
-                log.exception("sim_handler_failed", route=route)
-                reply = Reply(500, {"message": "Server Error", "documentation_url": DOCS_URL})
-            payload = b"" if reply.body is None else _dump(reply.body)
+            key = (request.url.path, request.url.query, call.base_url, user.login)
+            reply = await anyio.to_thread.run_sync(self.render, spec, call, key)
             extra = dict(reply.headers)
             not_modified = False
-            if request.method in ("GET", "HEAD") and reply.status == 200:
-                etag = 'W/"' + hashlib.sha256(payload).hexdigest() + '"'
-                extra["etag"] = etag
-                if _etag_matches(request.headers.get("if-none-match"), etag):
+            if reply.etag is not None:
+                extra["etag"] = reply.etag
+                if _etag_matches(request.headers.get("if-none-match"), reply.etag):
                     not_modified = True
                     if billed:
                         snapshot = billing.refund(token, spec.resource, billed)
@@ -330,15 +269,32 @@ class GitHubFront:
         write = request.method in WRITE_METHODS
         self.record(request, token, route, _Outcome(reply.status, billed, not_modified, write))
         if rule is not None:
-            return await self.drop(request)
+            return await drop(request)
         if not_modified:
             return Response(b"", status_code=304, headers=self.headers(extra))
-        if request.method == "HEAD":
-            payload = b""
+        payload = b"" if request.method == "HEAD" else reply.payload or b""
         response = Response(payload, status_code=reply.status, headers=self.headers(extra))
-        if reply.body is not None:
+        if reply.payload is not None:
             response.headers["content-type"] = "application/json; charset=utf-8"
         return response
+
+    def render(self, spec: RouteSpec, call: Call, key: Hashable) -> Rendered:
+        """The handler's answer as bytes (run in a worker thread).
+
+        A cacheable route's answer is reused for the same request ``key``
+        while the state's version stays the same.
+        """
+        if not spec.cacheable or call.method not in ("GET", "HEAD"):
+            return _render(spec, call)
+        state = self.emulator.state
+        with state.lock:
+            version = state.version
+            found = self.renders.get(key, version)
+            if found is None:
+                found = _render(spec, call)
+                if found.status == 200:
+                    self.renders.put(key, version, found)
+            return found
 
     # ---------------------------------------------------------------- GraphQL
 
@@ -381,7 +337,7 @@ class GitHubFront:
         write = operation is not None
         self.record(request, token, route, _Outcome(status, sum(tally), False, write, operation))
         if rule is not None:
-            return await self.drop(request)
+            return await drop(request)
         return self.json_response(status, document, snapshot.headers())
 
     async def _run_graphql(
@@ -468,7 +424,7 @@ class GitHubFront:
         write = parsed.is_push and parsed.subpath == "git-receive-pack"
         self.record(request, token, route, _Outcome(answer.status, 0, False, write))
         if rule is not None:
-            return await self.drop(request)
+            return await drop(request)
         return Response(answer.body, status_code=answer.status, headers=answer.headers)
 
     # ------------------------------------------------------------ job logs
@@ -490,26 +446,26 @@ class GitHubFront:
         return PlainTextResponse(text)
 
 
-class _TruncatedResponse(Response):
-    """Announces a body and then fails, so the client sees a broken connection."""
-
-    def __init__(self) -> None:
-        super().__init__(b"", status_code=200)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 200,
-                "headers": [(b"content-length", b"1024"), (b"content-type", b"application/json")],
-            }
-        )
-        raise ConnectionAbortedError("injected fault: connection dropped")
-
-
 async def _delay(milliseconds: int) -> None:
     if milliseconds:
         await asyncio.sleep(milliseconds / 1000)
+
+
+def _render(spec: RouteSpec, call: Call) -> Rendered:
+    """Run the handler; a GET answered 200 gets the ETag of its body."""
+    try:
+        reply = spec.handler(call)
+    except SimError as exc:
+        reply = Reply(exc.status, exc.body())
+    except Exception:
+        # A bug in a handler must look like GitHub's own 500, not a dropped request.
+        log.exception("sim_handler_failed", route=f"{spec.method} {spec.path}")
+        reply = Reply(500, {"message": "Server Error", "documentation_url": DOCS_URL})
+    payload = None if reply.body is None else _dump(reply.body)
+    etag = None
+    if call.method in ("GET", "HEAD") and reply.status == 200:
+        etag = 'W/"' + hashlib.sha256(payload or b"").hexdigest() + '"'
+    return Rendered(reply.status, payload, dict(reply.headers), etag)
 
 
 def _dump(body: Any) -> bytes:

@@ -120,6 +120,36 @@ class ControlClient:
         payload = {"as": as_user, "title": title, "body": body, "labels": labels or []}
         return int(self.request("POST", f"{self._repo(repo)}/issues", payload)["number"])
 
+    def seed(
+        self,
+        repo: str,
+        count: int,
+        *,
+        as_user: str,
+        labels: list[str] | None = None,
+        title: str | None = None,
+        body: str | None = None,
+        pulls: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Open ``count`` issues in one call (``{issue}`` in ``title`` is each one's number).
+
+        With ``pulls`` (``as``, ``base``, a ``branch`` name with ``{issue}``,
+        ``body`` with ``{issue}``, ``check_run`` {name, status, conclusion},
+        ``review`` {as, state, body}) each issue is followed by an open pull
+        request from its own branch whose body says ``Closes #N`` unless ``body``
+        says otherwise. One item per issue: ``issue``, and with pull
+        requests ``pull``, ``branch`` and ``head_sha``.
+        """
+        payload = {
+            "as": as_user,
+            "count": count,
+            "labels": labels or [],
+            "title": title,
+            "body": body,
+            "pulls": pulls,
+        }
+        return list(self.request("POST", f"{self._repo(repo)}/seed", payload)["items"])
+
     def update_issue(self, repo: str, number: int, *, as_user: str, **fields: Any) -> None:
         self.request("PATCH", f"{self._repo(repo)}/issues/{number}", {"as": as_user, **fields})
 

@@ -7,7 +7,8 @@ how long it takes to work out, set rate budgets, add fault rules, and read the
 counters and the write log. It is never billed and needs no token; the server
 listens on 127.0.0.1 only. Errors use the envelope ``{"error": {"code",
 "message"}}``. The scenario steps themselves live in
-`orchestrator.sim.control_steps`.
+`orchestrator.sim.control_steps`, the bulk seed of thousands of issues and
+pull requests in one call in `orchestrator.sim.control_seed`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from starlette.routing import Route
 
 from orchestrator.sim import control_steps as steps
 from orchestrator.sim.billing import RESOURCES, SecondaryPolicy
+from orchestrator.sim.control_seed import seed
 from orchestrator.sim.control_steps import (
     ControlError,
     ControlHandler,
@@ -181,6 +183,7 @@ def control_routes(emulator: Emulator) -> list[Route]:
         ("GET", REPO, steps.get_repo),
         ("PUT", REPO + "/permissions/{login}", steps.set_permission),
         ("POST", REPO + "/issues", steps.create_issue),
+        ("POST", REPO + "/seed", seed),
         ("PATCH", REPO + "/issues/{number:int}", steps.update_issue),
         ("POST", REPO + "/issues/{number:int}/labels", steps.add_labels),
         ("DELETE", REPO + "/issues/{number:int}/labels/{name:path}", steps.remove_label),

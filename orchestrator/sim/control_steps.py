@@ -260,7 +260,7 @@ def submit_review(emulator: Emulator, params: dict[str, Any], data: dict[str, An
                 "path": thread.path,
                 "line": thread.line,
             }
-            for thread in repo.threads.values()
+            for thread in emulator.state.pull_threads(repo, int(params["number"]))
             if thread.comment_ids
             and repo.review_comments[thread.comment_ids[0]].review_id == review.id
         ]
@@ -281,12 +281,13 @@ def reply_thread(emulator: Emulator, params: dict[str, Any], data: dict[str, Any
 def resolve_thread(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
     repo = _repo(emulator, params)
     resolved = field_value(data, "resolved", bool)
-    thread = emulator.state.resolve_thread(
-        repo, int(params["thread_id"]), actor_login(emulator, data), resolved is not False
-    )
     outdated = field_value(data, "outdated", bool)
-    if outdated is not None:
-        with emulator.state.lock:
+    # One hold of the lock, so no reader sees (or caches) the thread half changed.
+    with emulator.state.lock:
+        thread = emulator.state.resolve_thread(
+            repo, int(params["thread_id"]), actor_login(emulator, data), resolved is not False
+        )
+        if outdated is not None:
             thread.outdated = outdated
     return {"id": thread.id, "resolved": thread.resolved, "resolved_by": thread.resolved_by}
 

@@ -74,6 +74,9 @@ class Emulator:
         self.blob_secret = secrets.token_hex(16)
         self._stats: dict[str, DiffStats] = {}
         self._stats_lock = threading.Lock()
+        # One branch sync at a time: a sync that read the heads earlier must not apply
+        # them after one that read them later (a concurrent push's branch would vanish).
+        self._sync_lock = threading.Lock()
         self._commits: dict[str, list[CommitInfo]] = {}
         self.state.git = _RepoGit(self)
         state_dir.mkdir(parents=True, exist_ok=True)
@@ -120,7 +123,11 @@ class Emulator:
 
     def sync_branches(self, repo: Repo, pusher: str | None = None) -> None:
         """Copy branch heads from the bare repository into the state (after a push)."""
-        heads = self.git.heads(self.repo_path(repo))
+        with self._sync_lock:
+            heads = self.git.heads(self.repo_path(repo))
+            self._apply_heads(repo, heads, pusher)
+
+    def _apply_heads(self, repo: Repo, heads: Mapping[str, str], pusher: str | None) -> None:
         with self.state.lock:
             for branch in list(repo.branches):
                 if branch not in heads:
@@ -228,7 +235,10 @@ class Emulator:
             )
         except GitError as exc:
             raise Unprocessable.field("Commit", "files", message=str(exc)) from exc
-        self.sync_branches(repo, user.login)
+        # Only this branch moved: set it, rather than re-reading every head of the repository.
+        with self._sync_lock, self.state.lock:
+            if repo.branches.get(branch) != sha:
+                self.state.set_branch(repo, branch, sha, user.login)
         return sha
 
     def merge_pull(

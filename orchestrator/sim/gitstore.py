@@ -96,7 +96,7 @@ class GitStore:
 
     # --------------------------------------------------------------- commands
 
-    def _run(
+    def run(
         self,
         path: Path,
         *args: str,
@@ -105,6 +105,8 @@ class GitStore:
         cwd: Path | None = None,
         input_text: str | None = None,
     ) -> subprocess.CompletedProcess[str]:
+        """Run ``git`` on the repository at ``path`` (in ``cwd`` for a work tree), UTF-8 text
+        in and out; a failure raises `GitError` with git's message unless ``check`` is off."""
         full_env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
         if env:
             full_env.update(env)
@@ -113,6 +115,7 @@ class GitStore:
             command,
             capture_output=True,
             text=True,
+            encoding="utf-8",
             env=full_env,
             cwd=cwd,
             input=input_text,
@@ -156,11 +159,11 @@ class GitStore:
             raise GitError(f"{path} already exists")
         path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._run(
+            self.run(
                 path, "init", "--bare", "--quiet", f"--initial-branch={default_branch}", str(path)
             )
-            self._run(path, "config", "http.receivepack", "true")
-            self._run(path, "config", "uploadpack.allowAnySHA1InWant", "true")
+            self.run(path, "config", "http.receivepack", "true")
+            self.run(path, "config", "uploadpack.allowAnySHA1InWant", "true")
             return self.commit(
                 path,
                 default_branch,
@@ -202,11 +205,11 @@ class GitStore:
             with tempfile.TemporaryDirectory(prefix="sim-index-") as scratch:
                 index_env = {"GIT_INDEX_FILE": str(Path(scratch) / "index")}
                 if parent:
-                    self._run(path, "read-tree", parent, env=index_env)
+                    self.run(path, "read-tree", parent, env=index_env)
                 for name, content in files.items():
                     if content is None:
                         # Mode 0 drops the entry; unlike --force-remove it needs no work tree.
-                        self._run(
+                        self.run(
                             path,
                             "update-index",
                             "--index-info",
@@ -214,10 +217,10 @@ class GitStore:
                             input_text=f"0 {'0' * 40}\t{name}\n",
                         )
                         continue
-                    blob = self._run(
+                    blob = self.run(
                         path, "hash-object", "-w", "--stdin", input_text=content
                     ).stdout.strip()
-                    self._run(
+                    self.run(
                         path,
                         "update-index",
                         "--add",
@@ -225,13 +228,13 @@ class GitStore:
                         f"100644,{blob},{name}",
                         env=index_env,
                     )
-                tree = self._run(path, "write-tree", env=index_env).stdout.strip()
+                tree = self.run(path, "write-tree", env=index_env).stdout.strip()
             parents = ["-p", parent] if parent else []
             env = self._identity_env(author, author, moment, author_moment)
-            sha = self._run(
+            sha = self.run(
                 path, "commit-tree", tree, *parents, "-m", message, env=env
             ).stdout.strip()
-            self._run(path, "update-ref", f"refs/heads/{branch}", sha, old or "")
+            self.run(path, "update-ref", f"refs/heads/{branch}", sha, old or "")
             return sha
 
     # ------------------------------------------------------------- inspection
@@ -240,13 +243,13 @@ class GitStore:
         """The commit SHA a ref, branch or SHA names, or None."""
         if not ref or ref.startswith("-"):
             return None
-        done = self._run(path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
+        done = self.run(path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
         sha = done.stdout.strip()
         return sha if done.returncode == 0 and sha else None
 
     def heads(self, path: Path) -> dict[str, str]:
         """Every branch and its head SHA."""
-        done = self._run(
+        done = self.run(
             path, "for-each-ref", "--format=%(refname:strip=2) %(objectname)", "refs/heads"
         )
         heads: dict[str, str] = {}
@@ -260,19 +263,19 @@ class GitStore:
         """Author, committer, parents, tree and message of one commit, or None if unknown."""
         if not sha or sha.startswith("-"):
             return None
-        done = self._run(path, "show", "-s", f"--format={_INFO_FORMAT}", sha, "--", check=False)
+        done = self.run(path, "show", "-s", f"--format={_INFO_FORMAT}", sha, "--", check=False)
         if done.returncode != 0:
             return None
         return _parse_info(done.stdout)
 
     def commits_between(self, path: Path, base: str, head: str) -> list[str]:
         """SHAs reachable from ``head`` but not ``base``, oldest first (parents first)."""
-        done = self._run(path, "rev-list", "--topo-order", "--reverse", f"{base}..{head}")
+        done = self.run(path, "rev-list", "--topo-order", "--reverse", f"{base}..{head}")
         return done.stdout.split()
 
     def commit_infos_between(self, path: Path, base: str, head: str) -> list[CommitInfo]:
         """`commit_info` of every commit in ``base..head``, oldest first (parents first)."""
-        done = self._run(
+        done = self.run(
             path,
             "log",
             "--topo-order",
@@ -290,7 +293,7 @@ class GitStore:
 
     def numstat(self, path: Path, base: str, head: str) -> list[tuple[int, int, str]]:
         """Lines added and removed per file between the merge base of ``base`` and ``head``."""
-        done = self._run(path, "diff", "--numstat", f"{base}...{head}")
+        done = self.run(path, "diff", "--numstat", f"{base}...{head}")
         rows: list[tuple[int, int, str]] = []
         for line in done.stdout.splitlines():
             added, removed, name = [*line.split("\t", 2), "", ""][:3]
@@ -304,12 +307,12 @@ class GitStore:
         return rows
 
     def is_ancestor(self, path: Path, ancestor: str, descendant: str) -> bool:
-        done = self._run(path, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
+        done = self.run(path, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
         return done.returncode == 0
 
     def merges_cleanly(self, path: Path, base: str, head: str) -> bool | None:
         """Whether ``head`` merges into ``base`` without conflicts (None if git cannot tell)."""
-        done = self._run(
+        done = self.run(
             path, "merge-tree", "--write-tree", "--no-messages", base, head, check=False
         )
         if done.returncode == 0:
@@ -327,7 +330,7 @@ class GitStore:
         ``line`` counts in the head's file (``RIGHT``) or the base's (``LEFT``);
         None when that line is not part of the diff.
         """
-        done = self._run(
+        done = self.run(
             path, "diff", "--no-color", "--unified=3", f"{base}...{head}", "--", file, check=False
         )
         if done.returncode != 0:
@@ -358,7 +361,7 @@ class GitStore:
         None when a change between them touches that line (or removes the file):
         a review thread on it is then outdated, as on GitHub.
         """
-        done = self._run(
+        done = self.run(
             path, "diff", "--no-color", "--unified=0", old, new, "--", file, check=False
         )
         if done.returncode != 0:
@@ -392,9 +395,9 @@ class GitStore:
         """Move (or with ``new=None`` delete) a branch, only if it still points at ``old``."""
         with self.lock_for(path):
             if new is None:
-                self._run(path, "update-ref", "-d", f"refs/heads/{branch}", old or "")
+                self.run(path, "update-ref", "-d", f"refs/heads/{branch}", old or "")
             else:
-                self._run(path, "update-ref", f"refs/heads/{branch}", new, old or "")
+                self.run(path, "update-ref", f"refs/heads/{branch}", new, old or "")
 
     def merge(
         self,
@@ -420,7 +423,7 @@ class GitStore:
             if method == "rebase":
                 new = self._rebase(path, base_sha, head_sha, committer, moment)
             else:
-                done = self._run(
+                done = self.run(
                     path,
                     "merge-tree",
                     "--write-tree",
@@ -438,10 +441,10 @@ class GitStore:
                 else:
                     author = committer
                 env = self._identity_env(author, committer, moment)
-                new = self._run(
+                new = self.run(
                     path, "commit-tree", tree, *parents, "-m", message, env=env
                 ).stdout.strip()
-            self._run(path, "update-ref", f"refs/heads/{base_branch}", new, base_sha)
+            self.run(path, "update-ref", f"refs/heads/{base_branch}", new, base_sha)
             return new
 
     def _first_author(self, path: Path, base: str, head: str) -> Identity | None:
@@ -455,14 +458,14 @@ class GitStore:
         env = self._identity_env(committer, committer, moment)
         with tempfile.TemporaryDirectory(prefix="sim-rebase-") as scratch:
             work = Path(scratch) / "work"
-            self._run(path, "worktree", "add", "--detach", "--quiet", str(work), head_sha)
+            self.run(path, "worktree", "add", "--detach", "--quiet", str(work), head_sha)
             try:
                 rebase_env = {
                     **env,
                     "GIT_EDITOR": "true",
                     "GIT_SEQUENCE_EDITOR": "true",
                 }
-                done = self._run(
+                done = self.run(
                     path,
                     "-c",
                     f"user.name={committer.name}",
@@ -476,9 +479,9 @@ class GitStore:
                     cwd=work,
                 )
                 if done.returncode != 0:
-                    self._run(path, "rebase", "--abort", check=False, cwd=work)
+                    self.run(path, "rebase", "--abort", check=False, cwd=work)
                     raise MergeConflict(f"{head_sha} does not rebase onto {base_sha}")
-                return self._run(path, "rev-parse", "HEAD", cwd=work).stdout.strip()
+                return self.run(path, "rev-parse", "HEAD", cwd=work).stdout.strip()
             finally:
-                self._run(path, "worktree", "remove", "--force", str(work), check=False)
-                self._run(path, "worktree", "prune", check=False)
+                self.run(path, "worktree", "remove", "--force", str(work), check=False)
+                self.run(path, "worktree", "prune", check=False)

@@ -12,10 +12,9 @@ GitHub's formula, and executed by graphql-core with the resolvers of
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, cast
 
@@ -50,6 +49,7 @@ from orchestrator.sim.graphql_cost import (
     QueryCost,
     connection_uses,
     github_schema_path,
+    paging_variables,
     select_operation,
 )
 from orchestrator.sim.graphql_schema import EMULATED_SDL, emulated_schema, github_schema_or_none
@@ -86,6 +86,39 @@ __all__ = [
 log = get_logger(__name__)
 
 _SIM_ERROR_TYPES = {NotFound: "NOT_FOUND", Forbidden: "FORBIDDEN"}
+
+try:
+    from graphql.execution import Executor
+except ImportError:  # graphql-core 3.2 collects subfields per set of nodes already.
+    _EXECUTE_OPTIONS: dict[str, Any] = {}
+else:
+
+    class _SharedSubfields(Executor[Any]):
+        """graphql-core 3.3's executor, collecting subfields once per set of field nodes.
+
+        graphql-core remembers them per field list, and each alias of a batch
+        has a list of its own; the product's batches spread one fragment under up
+        to 100 aliases, so the same selections were collected 100 times over.
+        """
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._by_nodes: dict[tuple[Any, ...], Any] = {}
+
+        def collect_subfields(self, return_type: Any, field_details_list: Any) -> Any:
+            if any(
+                detail.defer_usage is not None or detail.fragment_variable_values is not None
+                for detail in field_details_list
+            ):
+                return super().collect_subfields(return_type, field_details_list)
+            key = (return_type, *(id(detail.node) for detail in field_details_list))
+            found = self._by_nodes.get(key)
+            if found is None:
+                found = super().collect_subfields(return_type, field_details_list)
+                self._by_nodes[key] = found
+            return found
+
+    _EXECUTE_OPTIONS = {"executor_class": _SharedSubfields}
 
 
 def _error_body(errors: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -137,6 +170,7 @@ def _detail(error: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class _Request:
+    query: str
     document: DocumentNode
     operation: OperationDefinitionNode
     variables: dict[str, Any]
@@ -160,9 +194,14 @@ def handle_graphql(
     if isinstance(prepared, list):
         return 200, _error_body(prepared)
     emulated = emulated_schema()
-    uses = connection_uses(
-        prepared.document, prepared.variables, operation_name=_op_name(prepared), schema=emulated
+    paging = tuple(
+        sorted(
+            (name, prepared.variables[name])
+            for name in _paging_variables(prepared.query)
+            if name in prepared.variables
+        )
     )
+    uses = _connection_uses(prepared.query, _op_name(prepared), paging)
     limit_errors = _pagination_errors(uses)
     if limit_errors:
         return 200, _error_body(limit_errors)
@@ -192,6 +231,7 @@ def handle_graphql(
             operation_name=_op_name(prepared),
             field_resolver=_resolve_field,
             type_resolver=_resolve_type,
+            **_EXECUTE_OPTIONS,
         )
     if not isinstance(result, ExecutionResult):
         raise TypeError("the emulator's GraphQL resolvers must run synchronously")
@@ -240,7 +280,7 @@ def _prepare(body: Mapping[str, Any]) -> _Request | list[dict[str, Any]]:
         return [_format_error(e) for e in coerced]
     # graphql-core 3.3 wraps the values with their sources; 3.2 returns the dict itself.
     values = cast("Mapping[str, Any]", getattr(coerced, "coerced", coerced))
-    return _Request(document=document, operation=operation, variables=dict(values))
+    return _Request(query=query, document=document, operation=operation, variables=dict(values))
 
 
 @lru_cache(maxsize=256)
@@ -266,6 +306,30 @@ def _checked_document(
     if subset_errors:
         return tuple(_unsupported(e) for e in subset_errors)
     return document
+
+
+@lru_cache(maxsize=256)
+def _paging_variables(query: str) -> frozenset[str]:
+    document = _checked_document(query, github_schema_path())
+    return paging_variables(document) if isinstance(document, DocumentNode) else frozenset()
+
+
+@lru_cache(maxsize=1024)
+def _connection_uses(
+    query: str, operation_name: str | None, paging: tuple[tuple[str, Any], ...]
+) -> tuple[ConnectionUse, ...]:
+    """The connections a checked query asks for, remembered per text and paging variables.
+
+    A batch of pull requests differs from the next only in numbers, which do not
+    change its cost; walking a 100-alias document every time took milliseconds.
+    """
+    document = _checked_document(query, github_schema_path())
+    if not isinstance(document, DocumentNode):
+        raise TypeError("only a checked document has a cost")
+    uses = connection_uses(
+        document, dict(paging), operation_name=operation_name, schema=emulated_schema()
+    )
+    return tuple(uses)
 
 
 def _unsupported(error: GraphQLError) -> dict[str, Any]:
@@ -332,16 +396,11 @@ def _build_resolvers() -> dict[str, Resolver]:
     return table
 
 
-_resolver_lock = threading.Lock()
-_resolver_table: dict[str, Resolver] = {}
-
-
+@cache
 def resolvers() -> dict[str, Resolver]:
-    """Resolver of every field of the emulated schema, by ``Type.field``."""
-    with _resolver_lock:
-        if not _resolver_table:
-            _resolver_table.update(_build_resolvers())
-        return _resolver_table
+    """Resolver of every field of the emulated schema, by ``Type.field`` (built once; every
+    field of every query looks its resolver up here)."""
+    return _build_resolvers()
 
 
 def _resolve_field(source: Any, info: GraphQLResolveInfo[Any], **args: Any) -> Any:

@@ -176,6 +176,29 @@ def connection_uses(
     return walker.uses
 
 
+def paging_variables(document: DocumentNode) -> frozenset[str]:
+    """The variables ``document`` passes as ``first`` or ``last``: the only ones its cost
+    (`connection_uses`) reads."""
+    names: set[str] = set()
+    pending = [
+        d.selection_set
+        for d in document.definitions
+        if isinstance(d, OperationDefinitionNode | FragmentDefinitionNode)
+    ]
+    while pending:
+        selection_set = pending.pop()
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                for argument in selection.arguments or ():
+                    value = argument.value
+                    if argument.name.value in ("first", "last") and isinstance(value, VariableNode):
+                        names.add(value.name.value)
+            inner = getattr(selection, "selection_set", None)
+            if inner is not None:
+                pending.append(inner)
+    return frozenset(names)
+
+
 def select_operation(
     document: DocumentNode, operation_name: str | None = None
 ) -> OperationDefinitionNode:

@@ -20,6 +20,7 @@ from orchestrator.sim.graphql_support import (
     repo_visible,
 )
 from orchestrator.sim.records import Issue, Repo, parse_node_id
+from orchestrator.sim.state import SimState
 
 
 def _repository_issue(repo: Repo, _: Context, args: dict[str, Any]) -> IssueNode:
@@ -33,11 +34,9 @@ def _repository_issue(repo: Repo, _: Context, args: dict[str, Any]) -> IssueNode
     return IssueNode(repo, issue)
 
 
-def issue_comments(repo: Repo, issue: Issue, args: dict[str, Any]) -> Any:
+def issue_comments(ctx: Context, repo: Repo, issue: Issue, args: dict[str, Any]) -> Any:
     """The conversation comments of an issue or pull request, oldest first, as a page."""
-    comments = sorted(
-        (c for c in repo.comments.values() if c.issue_number == issue.number), key=lambda c: c.id
-    )
+    comments = sorted(ctx.state.issue_comments(repo, issue.number), key=lambda c: c.id)
     nodes = [IssueCommentNode(repo, c) for c in comments]
     return paginate(nodes, args, key=lambda n: n.comment.id)
 
@@ -58,20 +57,20 @@ def _lookup_node(ctx: Context, node_id: str) -> Any:
     if kind in ("User", "Bot"):
         return next((u for u in state.users.values() if u.id == ident), None)
     for repo in state.repos.values():
-        found = _in_repo(repo, kind, ident)
+        found = _in_repo(state, repo, kind, ident)
         if found is not None:
             return found if repo_visible(state, repo, ctx.user) else None
     return None
 
 
-def _in_repo(repo: Repo, kind: str, ident: int) -> Any:
+def _in_repo(state: SimState, repo: Repo, kind: str, ident: int) -> Any:
     if kind == "Repository":
         return repo if repo.id == ident else None
     if kind == "PullRequest":
-        pr = next((p for p in repo.pulls.values() if p.id == ident), None)
+        pr = state.index(repo).pulls_by_id.get(ident)
         return PullNode(repo, pr) if pr is not None else None
     if kind == "Issue":
-        issue = next((i for i in repo.issues.values() if i.id == ident), None)
+        issue = state.index(repo).issues_by_id.get(ident)
         return IssueNode(repo, issue) if issue is not None and not issue.is_pull else None
     if kind == "IssueComment":
         comment = repo.comments.get(ident)
@@ -127,7 +126,7 @@ def resolvers() -> dict[str, Resolver]:
         "Issue.createdAt": lambda n, _c, _a: n.issue.created_at,
         "Issue.updatedAt": lambda n, _c, _a: n.issue.updated_at,
         "Issue.labels": lambda n, c, a: issue_labels(c, n.repo, n.issue, a),
-        "Issue.comments": lambda n, _c, a: issue_comments(n.repo, n.issue, a),
+        "Issue.comments": lambda n, c, a: issue_comments(c, n.repo, n.issue, a),
         "IssueComment.id": lambda n, _c, _a: n.comment.node_id,
         "IssueComment.databaseId": lambda n, _c, _a: n.comment.id,
         "IssueComment.author": lambda n, c, _a: actor(c.state, n.comment.author),

@@ -56,7 +56,7 @@ def _repository_pulls(repo: Repo, ctx: Context, args: dict[str, Any]) -> Page:
     labels = [name.lower() for name in args.get("labels") or ()]
     head, base = args.get("headRefName"), args.get("baseRefName")
     nodes = []
-    for pr in repo.pulls.values():
+    for pr in ctx.state.index(repo).pulls_on(head, base):
         node = PullNode(repo, pr)
         issue = repo.issues[pr.number]
         present = {name.lower() for name in issue.labels}
@@ -169,8 +169,8 @@ def resolvers() -> dict[str, Resolver]:
         "PullRequest.labels": lambda n, c, a: issue_labels(
             c, n.repo, n.repo.issues[n.pr.number], a
         ),
-        "PullRequest.comments": lambda n, _c, a: issue_comments(
-            n.repo, n.repo.issues[n.pr.number], a
+        "PullRequest.comments": lambda n, c, a: issue_comments(
+            c, n.repo, n.repo.issues[n.pr.number], a
         ),
         "Ref.id": lambda n, _c, _a: node_id("Ref", n.repo.id, f"refs/heads/{n.name}"),
         "Ref.name": lambda n, _c, _a: n.name,

@@ -21,12 +21,8 @@ def resolve_ref(call: Call, repo: Repo, ref: str) -> str:
             return repo.branches[ref[len(prefix) :]]
     if ref in repo.branches:
         return repo.branches[ref]
-    if _SHA.match(ref):
-        known = any(r.head_sha == ref for r in repo.check_runs.values()) or any(
-            s.sha == ref for s in repo.statuses
-        )
-        if known:
-            return ref
+    if _SHA.match(ref) and call.state.index(repo).knows_commit(ref):
+        return ref
     sha = call.emulator.git.resolve(call.emulator.repo_path(repo), ref)
     if sha is None:
         raise Unprocessable(f"No commit found for SHA: {ref}")
@@ -87,7 +83,7 @@ def list_statuses(call: Call) -> Reply:
     with call.state.lock:
         sha = resolve_ref(call, repo, call.params.get("ref") or call.params["sha"])
         statuses = sorted(
-            (s for s in repo.statuses if s.sha == sha), key=lambda s: s.id, reverse=True
+            call.state.index(repo).statuses_by_sha.get(sha, ()), key=lambda s: s.id, reverse=True
         )
         return call.paged(statuses, lambda s: call.shapes.status(repo, s))
 
@@ -130,14 +126,16 @@ def job_logs(call: Call) -> Reply:
 
 
 ROUTES: tuple[RouteSpec, ...] = (
-    RouteSpec("GET", REPO + "/commits/{ref:path}/check-runs", list_check_runs),
-    RouteSpec("GET", REPO + "/commits/{ref:path}/status", combined_status),
-    RouteSpec("GET", REPO + "/commits/{ref:path}/statuses", list_statuses),
+    RouteSpec("GET", REPO + "/commits/{ref:path}/check-runs", list_check_runs, cacheable=True),
+    RouteSpec("GET", REPO + "/commits/{ref:path}/status", combined_status, cacheable=True),
+    RouteSpec("GET", REPO + "/commits/{ref:path}/statuses", list_statuses, cacheable=True),
     RouteSpec("POST", REPO + "/statuses/{sha}", create_status),
     # The older spelling of the statuses list, which PyGithub still uses.
-    RouteSpec("GET", REPO + "/statuses/{sha}", list_statuses),
-    RouteSpec("GET", REPO + "/check-runs/{check_run_id:int}", get_check_run),
-    RouteSpec("GET", REPO + "/check-runs/{check_run_id:int}/annotations", list_annotations),
-    RouteSpec("GET", REPO + "/actions/jobs/{job_id:int}", get_job),
+    RouteSpec("GET", REPO + "/statuses/{sha}", list_statuses, cacheable=True),
+    RouteSpec("GET", REPO + "/check-runs/{check_run_id:int}", get_check_run, cacheable=True),
+    RouteSpec(
+        "GET", REPO + "/check-runs/{check_run_id:int}/annotations", list_annotations, cacheable=True
+    ),
+    RouteSpec("GET", REPO + "/actions/jobs/{job_id:int}", get_job, cacheable=True),
     RouteSpec("GET", REPO + "/actions/jobs/{job_id:int}/logs", job_logs),
 )

@@ -6,7 +6,8 @@ from typing import Any
 
 from orchestrator.sim.api import Call, Reply, RouteSpec, sort_key
 from orchestrator.sim.errors import NotFound, Unprocessable
-from orchestrator.sim.records import Issue, IssueComment
+from orchestrator.sim.records import IssueComment
+from orchestrator.sim.state_issues import IssueQuery
 
 REPO = "/repos/{owner}/{repo}"
 ISSUE = REPO + "/issues/{number:int}"
@@ -47,40 +48,17 @@ def _logins(call: Call, data: dict[str, Any]) -> list[str] | None:
 
 def list_issues(call: Call) -> Reply:
     repo = call.repo()
-    state = call.query_choice("state", ("open", "closed", "all"), "open")
-    sort = call.query_choice("sort", ("created", "updated", "comments"), "created")
-    direction = call.query_choice("direction", ("asc", "desc"), "desc")
-    wanted = [n.strip().lower() for n in call.query.get("labels", "").split(",") if n.strip()]
-    since = call.since()
-    creator = call.query.get("creator")
-    assignee = call.query.get("assignee")
+    query = IssueQuery(
+        state=call.query_choice("state", ("open", "closed", "all"), "open"),
+        labels=tuple(n.strip() for n in call.query.get("labels", "").split(",") if n.strip()),
+        since=call.since(),
+        creator=call.query.get("creator") or None,
+        assignee=call.query.get("assignee") or None,
+        sort=call.query_choice("sort", ("created", "updated", "comments"), "created"),
+        direction=call.query_choice("direction", ("asc", "desc"), "desc"),
+    )
     with call.state.lock:
-        items: list[Issue] = []
-        for issue in repo.issues.values():
-            if state not in ("all", issue.state):
-                continue
-            present = {n.lower() for n in issue.labels}
-            if any(name not in present for name in wanted):
-                continue
-            if since and issue.updated_at < since:
-                continue
-            if creator and issue.author.lower() != creator.lower():
-                continue
-            if assignee == "none" and issue.assignees:
-                continue
-            if assignee == "*" and not issue.assignees:
-                continue
-            if assignee not in (None, "", "none", "*") and assignee.lower() not in {
-                a.lower() for a in issue.assignees
-            }:
-                continue
-            items.append(issue)
-        if sort == "comments":
-            items.sort(key=lambda i: (call.state.comment_count(repo, i.number), i.id))
-        else:
-            items.sort(key=sort_key(sort))
-        if direction == "desc":
-            items.reverse()
+        items = call.state.list_issues(repo, query)
         return call.paged(items, lambda issue: call.shapes.issue(repo, issue))
 
 
@@ -301,23 +279,23 @@ def list_events(call: Call) -> Reply:
 
 
 ROUTES: tuple[RouteSpec, ...] = (
-    RouteSpec("GET", REPO + "/issues", list_issues),
+    RouteSpec("GET", REPO + "/issues", list_issues, cacheable=True),
     RouteSpec("POST", REPO + "/issues", create_issue),
-    RouteSpec("GET", REPO + "/issues/comments", list_repo_comments),
-    RouteSpec("GET", REPO + "/issues/comments/{comment_id:int}", get_comment),
+    RouteSpec("GET", REPO + "/issues/comments", list_repo_comments, cacheable=True),
+    RouteSpec("GET", REPO + "/issues/comments/{comment_id:int}", get_comment, cacheable=True),
     RouteSpec("PATCH", REPO + "/issues/comments/{comment_id:int}", update_comment),
     RouteSpec("DELETE", REPO + "/issues/comments/{comment_id:int}", delete_comment),
-    RouteSpec("GET", ISSUE, get_issue),
+    RouteSpec("GET", ISSUE, get_issue, cacheable=True),
     RouteSpec("PATCH", ISSUE, update_issue),
-    RouteSpec("GET", ISSUE + "/labels", list_issue_labels),
+    RouteSpec("GET", ISSUE + "/labels", list_issue_labels, cacheable=True),
     RouteSpec("POST", ISSUE + "/labels", add_labels),
     RouteSpec("PUT", ISSUE + "/labels", set_labels),
     RouteSpec("DELETE", ISSUE + "/labels", remove_all_labels),
     RouteSpec("DELETE", ISSUE + "/labels/{name:path}", remove_label),
-    RouteSpec("GET", ISSUE + "/comments", list_comments),
+    RouteSpec("GET", ISSUE + "/comments", list_comments, cacheable=True),
     RouteSpec("POST", ISSUE + "/comments", create_comment),
-    RouteSpec("GET", ISSUE + "/events", list_events),
-    RouteSpec("GET", REPO + "/labels", list_repo_labels),
+    RouteSpec("GET", ISSUE + "/events", list_events, cacheable=True),
+    RouteSpec("GET", REPO + "/labels", list_repo_labels, cacheable=True),
     RouteSpec("POST", REPO + "/labels", create_repo_label),
-    RouteSpec("GET", REPO + "/labels/{name:path}", get_repo_label),
+    RouteSpec("GET", REPO + "/labels/{name:path}", get_repo_label, cacheable=True),
 )

@@ -53,7 +53,7 @@ def list_pulls(call: Call) -> Reply:
         head_owner, _, head_branch = head.partition(":") if ":" in head else (head, "", "")
     with call.state.lock:
         items: list[PullRequest] = []
-        for pr in repo.pulls.values():
+        for pr in call.state.index(repo).pulls_on(head_branch, base):
             issue = repo.issues[pr.number]
             if state not in ("all", issue.state):
                 continue
@@ -336,21 +336,21 @@ def remove_requested_reviewers(call: Call) -> Reply:
 
 
 ROUTES: tuple[RouteSpec, ...] = (
-    RouteSpec("GET", REPO + "/pulls", list_pulls),
+    RouteSpec("GET", REPO + "/pulls", list_pulls, cacheable=True),
     RouteSpec("POST", REPO + "/pulls", create_pull),
-    RouteSpec("GET", REPO + "/pulls/comments/{comment_id:int}", get_review_comment),
+    RouteSpec("GET", REPO + "/pulls/comments/{comment_id:int}", get_review_comment, cacheable=True),
     RouteSpec("GET", PULL, get_pull),
     RouteSpec("PATCH", PULL, update_pull),
     RouteSpec("PUT", PULL + "/merge", merge_pull),
     RouteSpec("GET", PULL + "/merge", check_merged),
     RouteSpec("GET", PULL + "/commits", list_pull_commits),
-    RouteSpec("GET", PULL + "/reviews", list_reviews),
+    RouteSpec("GET", PULL + "/reviews", list_reviews, cacheable=True),
     RouteSpec("POST", PULL + "/reviews", create_review),
-    RouteSpec("GET", PULL + "/reviews/{review_id:int}", get_review),
-    RouteSpec("GET", PULL + "/comments", list_review_comments),
+    RouteSpec("GET", PULL + "/reviews/{review_id:int}", get_review, cacheable=True),
+    RouteSpec("GET", PULL + "/comments", list_review_comments, cacheable=True),
     RouteSpec("POST", PULL + "/comments", create_review_comment),
     RouteSpec("POST", PULL + "/comments/{comment_id:int}/replies", reply_review_comment),
-    RouteSpec("GET", PULL + "/requested_reviewers", list_requested_reviewers),
+    RouteSpec("GET", PULL + "/requested_reviewers", list_requested_reviewers, cacheable=True),
     RouteSpec("POST", PULL + "/requested_reviewers", request_reviewers),
     RouteSpec("DELETE", PULL + "/requested_reviewers", remove_requested_reviewers),
 )

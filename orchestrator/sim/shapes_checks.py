@@ -31,8 +31,8 @@ class ChecksShapes(ShapesCore):
         html = f"{self.repo_html(repo)}/actions/runs/{run.id}/job/{run.job_id}"
         pulls = [
             self._minimal_pull(repo, pr)
-            for pr in repo.pulls.values()
-            if pr.head_sha == run.head_sha and repo.issues[pr.number].state == "open"
+            for pr in self.state.index(repo).pulls_with_head(run.head_sha)
+            if repo.issues[pr.number].state == "open"
         ]
         return {
             "id": run.id,

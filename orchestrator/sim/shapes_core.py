@@ -68,12 +68,18 @@ _ROLE_TO_PERMISSION = {
 
 
 class ShapesCore:
-    """URLs, accounts, repositories and labels as GitHub's JSON (base URL ``base``)."""
+    """URLs, accounts, repositories and labels as GitHub's JSON (base URL ``base``).
+
+    Within one request (one object, rendered under the state's lock) an account,
+    a label or a repository is rendered once and the same object reused: a page of
+    100 issues names the same few people and labels over and over.
+    """
 
     def __init__(self, emulator: Emulator, base: str) -> None:
         self.emulator = emulator
         self.state = emulator.state
         self.base = base.rstrip("/")
+        self._rendered: dict[tuple[str, int, str | None], dict[str, Any]] = {}
 
     # ------------------------------------------------------------------ urls
 
@@ -94,6 +100,13 @@ class ShapesCore:
             if found is None:
                 return None
             user = found
+        key = ("user", user.id, user.login)
+        rendered = self._rendered.get(key)
+        if rendered is None:
+            rendered = self._rendered[key] = self._render_user(user)
+        return rendered
+
+    def _render_user(self, user: User) -> dict[str, Any]:
         login = user.rest_login
         url = f"{self.base}/users/{login}"
         return {
@@ -169,9 +182,16 @@ class ShapesCore:
 
     def repo(self, repo: Repo, viewer: User | None = None) -> dict[str, Any]:
         """A full-repository object (also satisfies the shorter repository shapes)."""
+        key = ("repo", repo.id, viewer.login if viewer is not None else None)
+        rendered = self._rendered.get(key)
+        if rendered is None:
+            rendered = self._rendered[key] = self._render_repo(repo, viewer)
+        return rendered
+
+    def _render_repo(self, repo: Repo, viewer: User | None) -> dict[str, Any]:
         url = self.repo_url(repo)
         html = self.repo_html(repo)
-        open_issues = sum(1 for i in repo.issues.values() if i.state == "open")
+        open_issues = len(self.state.index(repo).open_numbers)
         body: dict[str, Any] = {
             "id": repo.id,
             "node_id": repo.node_id,
@@ -258,6 +278,13 @@ class ShapesCore:
     # ----------------------------------------------------------------- labels
 
     def label(self, repo: Repo, label: Label) -> dict[str, Any]:
+        key = ("label", label.id, repo.full_name)
+        rendered = self._rendered.get(key)
+        if rendered is None:
+            rendered = self._rendered[key] = self._render_label(repo, label)
+        return rendered
+
+    def _render_label(self, repo: Repo, label: Label) -> dict[str, Any]:
         return {
             "id": label.id,
             "node_id": label.node_id,

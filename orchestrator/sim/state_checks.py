@@ -74,6 +74,7 @@ class ChecksState(IssuesState):
                     started_at=now,
                 )
                 repo.check_runs[ident] = run
+                self.index(repo).add_check_run(run)
             run.status = status
             run.conclusion = conclusion
             run.completed_at = now if status == "completed" else None
@@ -95,7 +96,7 @@ class ChecksState(IssuesState):
     def check_runs_for(self, repo: Repo, sha: str, latest_only: bool = True) -> list[CheckRun]:
         """Check runs on a commit; with ``latest_only`` only the newest run of each name."""
         with self.lock:
-            runs = [r for r in repo.check_runs.values() if r.head_sha == sha]
+            runs = list(self.index(repo).check_runs_by_sha.get(sha, ()))
             if not latest_only:
                 return runs
             newest: dict[str, CheckRun] = {}
@@ -109,10 +110,10 @@ class ChecksState(IssuesState):
     def check_run_for_job(self, repo: Repo, job_id: int) -> CheckRun:
         """The check run tied to a CI job id; NotFound otherwise."""
         with self.lock:
-            for run in repo.check_runs.values():
-                if run.job_id == job_id:
-                    return run
+            run = self.index(repo).check_runs_by_job.get(job_id)
+        if run is None:
             raise NotFound(f"job {job_id}")
+        return run
 
     def set_commit_status(
         self,
@@ -145,6 +146,7 @@ class ChecksState(IssuesState):
                 target_url=target_url,
             )
             repo.statuses.append(status)
+            self.index(repo).add_status(status)
             self._touch()
             return status
 
@@ -152,9 +154,8 @@ class ChecksState(IssuesState):
         """The newest status of each context on a commit, newest first."""
         with self.lock:
             newest: dict[str, CommitStatus] = {}
-            for status in repo.statuses:
-                if status.sha == sha:
-                    newest[status.context] = status
+            for status in self.index(repo).statuses_by_sha.get(sha, ()):
+                newest[status.context] = status
             return sorted(newest.values(), key=lambda s: s.id, reverse=True)
 
     def combined_status(self, repo: Repo, sha: str) -> str:

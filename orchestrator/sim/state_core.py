@@ -12,19 +12,23 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol, TypeVar
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar, cast
 
 from orchestrator.sim.clock import Clock, format_time, system_clock
 from orchestrator.sim.errors import NotFound
 from orchestrator.sim.gitstore import CommitInfo
 from orchestrator.sim.records import Repo, User
+from orchestrator.sim.state_index import RepoIndex
 
 # (repo, base sha, head sha) -> True when the head merges cleanly, None when unknown.
 MergeabilityProbe = Callable[[Repo, str, str], bool | None]
 
 # How long GitHub takes, by default, to work out whether a new head merges (seconds).
 DEFAULT_MERGEABILITY_DELAY = 0.3
+
+# How many answers `StateCore.memo` keeps for one version of the state.
+MEMO_ENTRIES = 64
 
 
 class GitView(Protocol):
@@ -50,6 +54,7 @@ class GitView(Protocol):
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 
 class StateCore:
@@ -73,6 +78,9 @@ class StateCore:
         self.git: GitView | None = None
         self.mergeability_delay = DEFAULT_MERGEABILITY_DELAY
         self._tokens: dict[str, str] = {}
+        self._indexes: dict[int, RepoIndex] = {}
+        self._memo: dict[Hashable, Any] = {}
+        self._memo_version = -1
         self._ids = itertools.count(1)
         self._last_id = 0
 
@@ -102,6 +110,36 @@ class StateCore:
 
     def _touch(self) -> None:
         self.version += 1
+
+    def memo(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, worked out once per version of the state for ``key``.
+
+        For derived lists every page of a listing asks for (the filtered,
+        sorted issues of a repository); the answer is shared, so callers must
+        not change it. Callers hold the lock.
+        """
+        if self._memo_version != self.version:
+            self._memo.clear()
+            self._memo_version = self.version
+        if key in self._memo:
+            return cast("T", self._memo[key])
+        if len(self._memo) >= MEMO_ENTRIES:
+            self._memo.clear()
+        value = compute()
+        self._memo[key] = value
+        return value
+
+    def index(self, repo: Repo) -> RepoIndex:
+        """The lookups of ``repo`` (see `RepoIndex`), built from its records on first use.
+
+        Callers hold the lock; a repository object that replaced another of the
+        same id (a loaded snapshot) gets an index of its own.
+        """
+        found = self._indexes.get(repo.id)
+        if found is None or found.repo is not repo:
+            found = RepoIndex.of(repo)
+            self._indexes[repo.id] = found
+        return found
 
 
 def unique_names(names: Iterable[str]) -> list[str]:

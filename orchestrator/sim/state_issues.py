@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from orchestrator.sim.errors import NotFound, Unprocessable
 from orchestrator.sim.records import (
@@ -16,9 +17,27 @@ from orchestrator.sim.records import (
 )
 from orchestrator.sim.state_accounts import AccountsState
 from orchestrator.sim.state_core import unique_names
+from orchestrator.sim.state_index import RepoIndex
 
 # Colours GitHub gives labels created implicitly by adding them to an issue.
 _DEFAULT_LABEL_COLOR = "ededed"
+
+
+@dataclass(frozen=True, slots=True)
+class IssueQuery:
+    """The filters and order of GitHub's issue list (``GET /repos/{o}/{r}/issues``).
+
+    ``labels`` must all be present (any case); ``since`` keeps issues updated at
+    or after that GitHub-format time; ``assignee`` is a login, ``none`` or ``*``.
+    """
+
+    state: str = "open"
+    labels: tuple[str, ...] = ()
+    since: str | None = None
+    creator: str | None = None
+    assignee: str | None = None
+    sort: str = "created"
+    direction: str = "desc"
 
 
 class IssuesState(AccountsState):
@@ -71,6 +90,41 @@ class IssuesState(AccountsState):
         """The pull request with this number; NotFound for a plain issue or a missing number."""
         return self._lookup(repo.pulls, number, f"pull request {repo.full_name}#{number}")
 
+    def list_issues(self, repo: Repo, query: IssueQuery) -> list[Issue]:
+        """The issues and pull requests ``query`` selects, in its order.
+
+        Worked out once per version of the state, so the pages of one listing
+        share it; the list is shared too, and must not be changed.
+        """
+        with self.lock:
+            return self.memo(("issues", repo.id, query), lambda: self._select(repo, query))
+
+    def _select(self, repo: Repo, query: IssueQuery) -> list[Issue]:
+        index = self.index(repo)
+        numbers: set[int] | Iterable[int]
+        if query.state == "open":
+            numbers = index.open_numbers
+        elif query.state == "closed":
+            numbers = repo.issues.keys() - index.open_numbers
+        else:
+            numbers = repo.issues.keys()
+        labelled = index.labelled(list(query.labels))
+        if labelled is not None:
+            numbers = labelled.intersection(numbers)
+        creator = query.creator.lower() if query.creator else None
+        items = []
+        for number in sorted(numbers):
+            issue = repo.issues[number]
+            if query.since and issue.updated_at < query.since:
+                continue
+            if creator and issue.author.lower() != creator:
+                continue
+            if query.assignee and not _assigned(issue, query.assignee):
+                continue
+            items.append(issue)
+        items.sort(key=_order(query.sort, index), reverse=query.direction == "desc")
+        return items
+
     def _new_number(self, repo: Repo) -> int:
         number = repo.next_number
         repo.next_number += 1
@@ -108,9 +162,10 @@ class IssuesState(AccountsState):
                 assignees=[self.user(a).login for a in assignees],
             )
             repo.issues[number] = issue
+            self.index(repo).add_issue(issue)
             for name in unique_names(labels):
                 label = self._ensure_label(repo, name)
-                issue.labels.append(label.name)
+                self._attach_label(repo, issue, label.name)
                 self._event(repo, issue, "labeled", account.login, label=label)
             self._touch()
             return issue
@@ -148,6 +203,7 @@ class IssuesState(AccountsState):
                 issue.closed_at = now
                 issue.closed_by = account.login
                 self._event(repo, issue, "closed", account.login)
+                self.index(repo).state_changed(issue)
             elif state == "open" and issue.state != "open":
                 pr = repo.pulls.get(number)
                 if pr is not None and pr.merged:
@@ -159,8 +215,9 @@ class IssuesState(AccountsState):
                 issue.closed_at = None
                 issue.closed_by = None
                 self._event(repo, issue, "reopened", account.login)
+                self.index(repo).state_changed(issue)
                 if pr is not None and pr.head_ref in repo.branches:
-                    pr.head_sha = repo.branches[pr.head_ref]
+                    self._move_head(repo, pr, repo.branches[pr.head_ref])
             elif state_reason is not None and issue.state == "closed":
                 issue.state_reason = state_reason
             issue.updated_at = now
@@ -177,7 +234,7 @@ class IssuesState(AccountsState):
                 if name.lower() in present:
                     continue
                 label = self._ensure_label(repo, name)
-                issue.labels.append(label.name)
+                self._attach_label(repo, issue, label.name)
                 present.add(name.lower())
                 self._event(repo, issue, "labeled", account.login, label=label)
             issue.updated_at = self.now()
@@ -213,6 +270,7 @@ class IssuesState(AccountsState):
         for present in list(issue.labels):
             if present.lower() == name.lower():
                 issue.labels.remove(present)
+                self.index(repo).label_removed(issue.number, present)
                 label = self.find_label(repo, present)
                 self._event(
                     repo,
@@ -221,6 +279,16 @@ class IssuesState(AccountsState):
                     actor,
                     label=label or Label(id=0, node_id="", name=present),
                 )
+
+    def _attach_label(self, repo: Repo, issue: Issue, name: str) -> None:
+        issue.labels.append(name)
+        self.index(repo).label_added(issue.number, name)
+
+    def _move_head(self, repo: Repo, pr: PullRequest, sha: str) -> None:
+        """Point a pull request at a new head commit (the index follows)."""
+        old = pr.head_sha
+        pr.head_sha = sha
+        self.index(repo).head_moved(pr, old)
 
     def issue_labels(self, repo: Repo, issue: Issue) -> list[Label]:
         """The label records an issue carries, in the order they were added."""
@@ -258,13 +326,14 @@ class IssuesState(AccountsState):
             rename_to=rename_to,
         )
         repo.events.append(record)
+        self.index(repo).add_event(record)
         return record
 
     def issue_events(self, repo: Repo, number: int) -> list[IssueEvent]:
         """The events of one issue, oldest first."""
         with self.lock:
             self.issue(repo, number)
-            return [e for e in repo.events if e.issue_number == number]
+            return list(self.index(repo).events_by_issue.get(number, ()))
 
     # --------------------------------------------------------------- comments
 
@@ -287,6 +356,7 @@ class IssuesState(AccountsState):
                 updated_at=now,
             )
             repo.comments[ident] = comment
+            self.index(repo).add_comment(comment)
             issue.updated_at = now
             self._touch()
             return comment
@@ -314,16 +384,36 @@ class IssuesState(AccountsState):
 
     def delete_comment(self, repo: Repo, comment_id: int) -> None:
         with self.lock:
-            self.comment(repo, comment_id)
+            comment = self.comment(repo, comment_id)
             del repo.comments[comment_id]
+            self.index(repo).remove_comment(comment)
             self._touch()
 
     def issue_comments(self, repo: Repo, number: int) -> list[IssueComment]:
         """The comments of one issue, oldest first."""
         with self.lock:
             self.issue(repo, number)
-            return [c for c in repo.comments.values() if c.issue_number == number]
+            return list(self.index(repo).comments_by_issue.get(number, {}).values())
 
     def comment_count(self, repo: Repo, number: int) -> int:
         with self.lock:
-            return sum(1 for c in repo.comments.values() if c.issue_number == number)
+            return len(self.index(repo).comments_by_issue.get(number, ()))
+
+
+def _assigned(issue: Issue, assignee: str) -> bool:
+    """Whether ``issue`` matches an ``assignee`` filter: ``none``, ``*`` or a login."""
+    if assignee == "none":
+        return not issue.assignees
+    if assignee == "*":
+        return bool(issue.assignees)
+    return assignee.lower() in {login.lower() for login in issue.assignees}
+
+
+def _order(sort: str, index: RepoIndex) -> Callable[[Issue], tuple[object, int]]:
+    """The sort key of GitHub's ``sort`` parameter: created, updated or comments."""
+    if sort == "comments":
+        counts = index.comments_by_issue
+        return lambda issue: (len(counts.get(issue.number, ())), issue.id)
+    if sort == "updated":
+        return lambda issue: (issue.updated_at, issue.id)
+    return lambda issue: (issue.created_at, issue.id)

@@ -52,12 +52,8 @@ class PullsState(ProtectionState):
                         }
                     ],
                 )
-            for pr in repo.pulls.values():
-                if (
-                    pr.head_ref == head
-                    and pr.base_ref == base
-                    and repo.issues[pr.number].state == "open"
-                ):
+            for pr in self.index(repo).pulls_by_head_ref.get(head, {}).values():
+                if pr.base_ref == base and repo.issues[pr.number].state == "open":
                     raise Unprocessable(
                         "Validation Failed",
                         errors=[
@@ -84,6 +80,7 @@ class PullsState(ProtectionState):
                 mergeability_since=self.precise_now(),
             )
             repo.pulls[issue.number] = pr
+            self.index(repo).add_pull(pr)
             self._touch()
             return issue, pr
 
@@ -105,7 +102,8 @@ class PullsState(ProtectionState):
                 if base not in repo.branches:
                     raise Unprocessable.field("PullRequest", "base", message=f"no branch {base!r}")
                 if base != pr.base_ref:
-                    pr.base_ref = base
+                    old_base, pr.base_ref = pr.base_ref, base
+                    self.index(repo).base_moved(pr, old_base)
                     pr.mergeable_cache = None
                     pr.mergeability_since = self.precise_now()
             self.update_issue(repo, number, actor, title=title, body=body, state=state)
@@ -129,13 +127,14 @@ class PullsState(ProtectionState):
                 repo.branches[branch] = sha
             if sha != old:
                 since = self.precise_now()
-                for pr in repo.pulls.values():
-                    issue = repo.issues[pr.number]
-                    if issue.state != "open":
-                        continue
-                    if pr.base_ref == branch:
+                index = self.index(repo)
+                for pr in index.pulls_by_base_ref.get(branch, {}).values():
+                    if repo.issues[pr.number].state == "open":
                         pr.mergeability_since = since
-                    if pr.head_ref == branch and sha is not None and sha != pr.head_sha:
+                for pr in list(index.pulls_by_head_ref.get(branch, {}).values()):
+                    if repo.issues[pr.number].state != "open":
+                        continue
+                    if sha is not None and sha != pr.head_sha:
                         self._follow_head(repo, pr, sha, actor)
                         pr.mergeability_since = since
             repo.pushed_at = self.now()
@@ -143,7 +142,7 @@ class PullsState(ProtectionState):
 
     def _follow_head(self, repo: Repo, pr: PullRequest, sha: str, actor: str | None) -> None:
         old = pr.head_sha
-        pr.head_sha = sha
+        self._move_head(repo, pr, sha)
         issue = repo.issues[pr.number]
         issue.updated_at = self.now()
         for thread in self.pull_threads(repo, pr.number):
@@ -206,6 +205,7 @@ class PullsState(ProtectionState):
             issue.closed_at = now
             issue.closed_by = account.login
             issue.updated_at = now
+            self.index(repo).state_changed(issue)
             self._event(repo, issue, "merged", account.login, commit_id=merge_sha)
             self._event(repo, issue, "closed", account.login, commit_id=merge_sha)
             self._touch()
@@ -232,9 +232,9 @@ class PullsState(ProtectionState):
             return None
         with self.lock:
             for repo in self.repos.values():
-                for pr in repo.pulls.values():
-                    if pr.id == parsed[1]:
-                        return repo, pr
+                pr = self.index(repo).pulls_by_id.get(parsed[1])
+                if pr is not None:
+                    return repo, pr
             return None
 
     def set_mergeable_override(self, repo: Repo, number: int, value: bool | None) -> None:

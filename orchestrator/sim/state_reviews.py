@@ -158,6 +158,7 @@ class ReviewsState(ChecksState):
             # Every inline comment is checked before anything is recorded: all or nothing.
             anchors = [self._anchor(repo, pr, item, review.commit_id) for item in inline]
             repo.reviews[ident] = review
+            self.index(repo).add_review(review)
             for item, anchor in zip(inline, anchors, strict=True):
                 self._open_thread(repo, pr, account.login, item, anchor, review=review)
             for present in list(pr.requested_reviewers):
@@ -220,6 +221,7 @@ class ReviewsState(ChecksState):
             outdated=line is None,
         )
         repo.threads[thread_ident] = thread
+        self.index(repo).add_thread(thread)
         return self._add_thread_comment(repo, thread, author, item.body, review.id)
 
     def _add_thread_comment(
@@ -248,6 +250,7 @@ class ReviewsState(ChecksState):
             in_reply_to_id=first,
         )
         repo.review_comments[ident] = comment
+        self.index(repo).add_review_comment(comment)
         thread.comment_ids.append(ident)
         repo.issues[thread.pull_number].updated_at = now
         return comment
@@ -277,6 +280,7 @@ class ReviewsState(ChecksState):
                 submitted_at=self.now(),
             )
             repo.reviews[ident] = review
+            self.index(repo).add_review(review)
             comment = self._open_thread(repo, pr, account.login, item, anchor, review=review)
             self._touch()
             return comment
@@ -331,16 +335,19 @@ class ReviewsState(ChecksState):
             return None
 
     def pull_reviews(self, repo: Repo, number: int) -> list[Review]:
+        """The reviews of one pull request, oldest first."""
         with self.lock:
-            return [r for r in repo.reviews.values() if r.pull_number == number]
+            return list(self.index(repo).reviews_by_pull.get(number, ()))
 
     def pull_threads(self, repo: Repo, number: int) -> list[ReviewThread]:
+        """The review threads of one pull request, oldest first."""
         with self.lock:
-            return [t for t in repo.threads.values() if t.pull_number == number]
+            return list(self.index(repo).threads_by_pull.get(number, ()))
 
     def pull_review_comments(self, repo: Repo, number: int) -> list[ReviewComment]:
+        """The review comments of one pull request, oldest first."""
         with self.lock:
-            return [c for c in repo.review_comments.values() if c.pull_number == number]
+            return list(self.index(repo).review_comments_by_pull.get(number, ()))
 
     def review_decision(self, repo: Repo, pr: PullRequest) -> str | None:
         """GitHub's reviewDecision from each reviewer's latest decisive review.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +41,16 @@ class Account:
 
 
 @dataclass(frozen=True, slots=True)
+class Seeded:
+    """A seeded issue: its number, and its pull request's number, branch and head SHA."""
+
+    issue: int
+    pull: int | None = None
+    branch: str | None = None
+    head_sha: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class SimWorld:
     """A running emulator holding ``repo`` (``owner/name``), the product's account and a human.
 
@@ -67,6 +77,37 @@ class SimWorld:
     @property
     def name(self) -> str:
         return self.repo.split("/", 1)[1]
+
+    def seed(
+        self,
+        count: int,
+        *,
+        labels: Sequence[str] = (),
+        pulls: bool = True,
+        check: str | None = "success",
+        review: str | None = None,
+        timeout: float = 600.0,
+    ) -> list[Seeded]:
+        """Open ``count`` issues as the human in one control call, each with ``labels``.
+
+        With ``pulls`` each issue gets an open pull request by the bot from its
+        own branch (``seed/issue-N``, one commit) saying ``Closes #N``, a ``ci``
+        check run concluding ``check`` on its head (None: no check run), and a
+        review by the human in state ``review`` (None: none).
+        """
+        options: dict[str, Any] | None = None
+        if pulls:
+            options = {"as": self.bot.login}
+            if check is not None:
+                options["check_run"] = {"name": "ci", "conclusion": check}
+            if review is not None:
+                body = "" if review == "APPROVED" else "Please change this."
+                options["review"] = {"as": self.human.login, "state": review, "body": body}
+        client = ControlClient(self.url, timeout=timeout)
+        items = client.seed(
+            self.repo, count, as_user=self.human.login, labels=list(labels), pulls=options
+        )
+        return [Seeded(**item) for item in items]
 
     def settle_mergeability(self) -> None:
         """Let the emulator finish working out mergeability after a push or a new pull request:

@@ -6,14 +6,20 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event
-from sqlalchemy.engine import make_url
-from sqlalchemy.pool import NullPool
+from sqlalchemy import Engine, create_engine, event, exc
+from sqlalchemy.engine import ExceptionContext, make_url
+from sqlalchemy.pool import QueuePool
 
-from orchestrator.store.sqlite_faults import probe_sqlite_writable
+from orchestrator.store.sqlite_faults import probe_sqlite_writable, symptom_of
 
 DATABASE_URL_ENV = "ORCHESTRATOR_DATABASE_URL"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# SQLite connections kept open for reuse: about the daemon's threads that use the store
+# at once (the tick, the heartbeat, the workers, the dashboard). More are opened when
+# needed and closed when given back, so a thread never waits for one.
+SQLITE_POOL_SIZE = 8
+# Where a pooled SQLite connection notes the (device, inode) of the file it opened.
+_FILE_IDENTITY = "orchestrator_sqlite_file"
 
 
 def default_database_path() -> Path:
@@ -72,19 +78,25 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     transaction takes the write lock up front instead of failing on upgrade. A
     SQLite file is probed first: one that cannot be written raises
     :class:`~orchestrator.store.sqlite_faults.StorageFault` saying why.
+
+    SQLite connections are pooled (the PRAGMAs run once per connection). A
+    connection is dropped, and the next use opens the file afresh, when the
+    file was replaced or removed since it was opened, and after an error about
+    the storage itself (full disk, read-only or damaged file).
     """
     url = normalize_url(url)
     if is_sqlite(url):
         database = sqlite_path(url)
         if database is not None:
             probe_sqlite_writable(database, busy_timeout_s=SQLITE_BUSY_TIMEOUT_MS / 1000)
+        if "poolclass" not in kwargs:
+            kwargs.update(poolclass=QueuePool, pool_size=SQLITE_POOL_SIZE, max_overflow=-1)
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
-            poolclass=kwargs.pop("poolclass", NullPool),
             **kwargs,
         )
-        _configure_sqlite(engine)
+        _configure_sqlite(engine, database)
         return engine
     kwargs.setdefault("pool_pre_ping", True)
     kwargs.setdefault("pool_size", 10)
@@ -92,9 +104,17 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     return create_engine(url, **kwargs)
 
 
-def _configure_sqlite(engine: Engine) -> None:
+def _file_identity(database: Path) -> tuple[int, int] | None:
+    try:
+        found = os.stat(database)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def _configure_sqlite(engine: Engine, database: Path | None) -> None:
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+    def _on_connect(dbapi_connection: Any, record: Any) -> None:
         # Take transaction control from the driver so BEGIN IMMEDIATE is ours to emit.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
@@ -103,6 +123,24 @@ def _configure_sqlite(engine: Engine) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
+        if database is not None:
+            record.info[_FILE_IDENTITY] = _file_identity(database)
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        # A connection keeps the file it opened: once the path names another file (or
+        # none), the pool opens a new connection, as a fresh open would see.
+        if database is None:
+            return
+        identity = _file_identity(database)
+        if identity is None or identity != record.info.get(_FILE_IDENTITY):
+            raise exc.DisconnectionError(f"SQLite database {database} was replaced or removed")
+
+    @event.listens_for(engine, "handle_error")
+    def _on_error(context: ExceptionContext) -> None:
+        # After a storage fault the next use starts from a fresh connection.
+        if symptom_of(context.original_exception) is not None:
+            context.is_disconnect = True
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:

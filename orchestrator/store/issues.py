@@ -7,6 +7,7 @@ ordinary outcome returned as a value.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -51,6 +52,9 @@ class Illegal:
 
 
 TransitionResult = Applied | LostRace | Illegal
+
+# Rows per query when rows are read by id (well under the databases' parameter limits).
+ID_BATCH = 500
 
 # Columns a caller may set together with a transition or through ``update_fields``.
 MUTABLE_FIELDS = frozenset(
@@ -147,6 +151,29 @@ class IssueStore:
             if repo is not None:
                 query = query.where(TrackedIssue.repo == repo)
             return list(session.scalars(query))
+
+    def versions(self, repo: str) -> dict[int, tuple[int, int]]:
+        """The issue number and version of every tracked issue of ``repo`` by row id.
+
+        One narrow query, in number order: with it a reader tells which rows changed
+        since it last read them (every write bumps the version) without reading them.
+        """
+        with self._sessions() as session:
+            rows = session.execute(
+                select(TrackedIssue.id, TrackedIssue.number, TrackedIssue.version)
+                .where(TrackedIssue.repo == repo)
+                .order_by(TrackedIssue.number)
+            )
+            return {issue_id: (number, version) for issue_id, number, version in rows}
+
+    def by_ids(self, ids: Iterable[int]) -> Iterator[list[TrackedIssue]]:
+        """The rows of ``ids`` that exist, read :data:`ID_BATCH` at a time, a list per batch."""
+        wanted = list(ids)
+        for start in range(0, len(wanted), ID_BATCH):
+            batch = wanted[start : start + ID_BATCH]
+            with self._sessions() as session:
+                rows = list(session.scalars(select(TrackedIssue).where(TrackedIssue.id.in_(batch))))
+            yield rows
 
     def events(self, issue_id: int) -> list[PhaseEvent]:
         with self._sessions() as session:

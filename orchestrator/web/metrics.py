@@ -10,12 +10,14 @@ is the same whichever replica reads it, so only the leader exports it: a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import datetime
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
+from orchestrator.runtime.polling_status import PollingStatus
 from orchestrator.runtime.status import RuntimeStatus
 from orchestrator.store.database import Database
 from orchestrator.store.models import AgentRun, SideEffect, TrackedIssue
@@ -84,6 +86,38 @@ class OrchestratorCollector(Collector):
             if item.remaining is not None:
                 budget.add_metric([item.resource], item.remaining)
         yield budget
+        if status.polling is not None:
+            yield from self._polling(status.polling, status.as_of)
+
+    @staticmethod
+    def _polling(polling: PollingStatus, now: datetime) -> Iterator[Metric]:
+        per_cycle = GaugeMetricFamily(
+            "orchestrator_github_units_per_cycle",
+            "GitHub units one poll cycle costs, averaged over the last ticks.",
+            labels=["resource"],
+        )
+        exhausted = GaugeMetricFamily(
+            "orchestrator_github_budget_exhausted_in_seconds",
+            "Seconds until the budget runs out at the current pace, when that comes "
+            "before its reset.",
+            labels=["resource"],
+        )
+        for cost in polling.costs:
+            per_cycle.add_metric([cost.resource], cost.units_per_cycle)
+            if cost.exhausted_at is not None:
+                exhausted.add_metric(
+                    [cost.resource], max(0.0, (cost.exhausted_at - now).total_seconds())
+                )
+        yield per_cycle
+        yield exhausted
+        sweep = GaugeMetricFamily(
+            "orchestrator_passive_sweep",
+            "Pull requests waiting for a person (passive) and how many this pass re-read.",
+            labels=["kind"],
+        )
+        sweep.add_metric(["passive"], polling.sweep.passive)
+        sweep.add_metric(["read_this_pass"], polling.sweep.read_this_pass)
+        yield sweep
 
     def _cluster_role(self, status: RuntimeStatus) -> Iterator[Metric]:
         leader = GaugeMetricFamily(

@@ -74,6 +74,8 @@ def _header(h: Header) -> str:
         f"running agents: {h.running}",
         f"replica: {_e(h.replica_id)}" + (" (leader)" if h.role == "leader" else ""),
     ]
+    if h.polling is not None:
+        items.append(_polling(h.polling))
     items += [f'<span class="fail">{_e(warning)}</span>' for warning in h.sandbox_warnings]
     if h.rate_limited_until:
         items.append(f'<span class="active">rate limited until {_e(h.rate_limited_until)}</span>')
@@ -82,6 +84,30 @@ def _header(h: Header) -> str:
     if h.last_tick_error:
         items.append(f'<span class="fail">last tick failed: {_e(h.last_tick_error)}</span>')
     return '<div class="hdr">' + "".join(f"<div>{i}</div>" for i in items) + "</div>"
+
+
+def _polling(polling: dict[str, Any]) -> str:
+    """Cost per cycle, the passive sweep's progress, and any catching up with its pace."""
+    sweep = polling["sweep"]
+    per_issue = polling["units_per_issue"]
+    text = f"polling: {polling['units_per_cycle']} units per cycle"
+    if per_issue is not None:
+        text += f" ({per_issue} per issue)"
+    for budget in polling["budgets"]:
+        if budget["exhausted_at"]:
+            text += f'; <span class="fail">{_e(budget["resource"])} budget runs out at '
+            text += f"{_e(budget['exhausted_at'])}</span>"
+    if sweep["passive"]:
+        last = sweep["last_pass_ticks"]
+        text += (
+            f"; waiting pull requests re-read {sweep['read_this_pass']}/{sweep['passive']} "
+            f"this pass (a pass every {last if last is not None else sweep['spread_ticks']} ticks)"
+        )
+        if sweep["behind"]:
+            text += ' <span class="pending">behind: the last tick ran out of time</span>'
+    for line in polling["catching_up"]:
+        text += f'; <span class="pending">catching up {_e(line)}</span>'
+    return text
 
 
 def _role(h: Header) -> str:

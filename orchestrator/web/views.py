@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from orchestrator.runtime.cluster import poll_lease_name
+from orchestrator.runtime.polling_status import PollingStatus
 from orchestrator.runtime.status import RunningTurn, RuntimeStatus
 from orchestrator.store.database import Database
 from orchestrator.store.models import TrackedIssue
@@ -122,6 +123,8 @@ class Header:
     agent_sandbox: str = "unknown"
     agent_sandbox_reason: str = ""
     sandbox_warnings: tuple[str, ...] = ()
+    # What polling costs per cycle, the passive sweep, catching up (None on a follower).
+    polling: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,7 +157,38 @@ def header(status: RuntimeStatus, leader: str | None = None) -> Header:
         agent_sandbox=status.sandbox.mode if status.sandbox else "unknown",
         agent_sandbox_reason=status.sandbox.reason if status.sandbox else "",
         sandbox_warnings=status.sandbox.warnings if status.sandbox else (),
+        polling=_polling(status.polling),
     )
+
+
+def _polling(polling: PollingStatus | None) -> dict[str, Any] | None:
+    if polling is None:
+        return None
+    sweep = polling.sweep
+    per_issue = polling.units_per_issue
+    return {
+        "interval_s": polling.interval_s,
+        "issues": polling.issues,
+        "units_per_cycle": round(polling.units_per_cycle, 2),
+        "units_per_issue": round(per_issue, 4) if per_issue is not None else None,
+        "budgets": [
+            {
+                "resource": cost.resource,
+                "units_per_cycle": round(cost.units_per_cycle, 2),
+                "remaining": cost.remaining,
+                "exhausted_at": _iso(cost.exhausted_at),
+            }
+            for cost in polling.costs
+        ],
+        "sweep": {
+            "passive": sweep.passive,
+            "read_this_pass": sweep.read_this_pass,
+            "spread_ticks": sweep.spread,
+            "last_pass_ticks": sweep.last_pass_ticks,
+            "behind": sweep.behind,
+        },
+        "catching_up": list(polling.catching_up),
+    }
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -10,6 +11,8 @@ from orchestrator.github.bench import measure
 from orchestrator.github.client import GitHubClient
 from orchestrator.github.prstate import SETTLE_S, PRStatePoller
 from orchestrator.sim.testing import running_world
+from orchestrator.store import migrate
+from orchestrator.store.database import Database
 
 PRS = 200
 
@@ -55,3 +58,38 @@ def test_a_state_fetched_within_the_same_second_as_a_change_is_fetched_again(
         clock[0] += timedelta(seconds=SETTLE_S + 1)
         assert full_fetched()  # fetched once more, now settled
         assert not full_fetched()  # unchanged: the fingerprint alone
+
+
+def test_the_stores_cache_keeps_polls_cheap_across_a_restart(tmp_path: Path) -> None:
+    """A new process starts with an empty memory: the ETags and the pull request states
+    it finds in the database still make its first requests conditional and its polls cheap."""
+    url = f"sqlite:///{tmp_path / 'orchestrator.db'}"
+    migrate.upgrade(url)
+    with running_world(tmp_path / "sim") as world:
+        control = world.control
+        control.push(world.repo, "b", {"f.txt": "1\n"}, as_user=world.human.login)
+        number = control.create_pull(world.repo, "T", "b", as_user=world.bot.login)
+        # Mergeability is worked out a moment later and changes the fingerprint: wait for it,
+        # so both lives see the same pull request.
+        pull = world.github().get_repo(world.repo).get_pull(number)
+        while pull.mergeable is None:
+            time.sleep(0.05)
+            pull = world.github().get_repo(world.repo).get_pull(number)
+        clock = datetime.now(UTC) + timedelta(seconds=SETTLE_S + 1)
+        issues = f"/repos/{world.repo}/issues"
+        for life in ("first", "after a restart"):
+            db = Database.open(url)
+            try:
+                client = GitHubClient(world.url, world.bot.token, cache=db.http_cache)
+                poller = PRStatePoller(
+                    client, db.http_cache, lambda login, t: Actor(login), clock=lambda: clock
+                )
+                poller.poll(world.repo, [number])
+                listed = client.request("GET", issues, conditional=True)
+                graphql = client.accounting.requests["POST /graphql"]
+                # First life: fingerprint and full state, a 200. Then: the fingerprint, a 304.
+                assert (graphql, listed.from_cache) == (
+                    (2, False) if life == "first" else (1, True)
+                ), life
+            finally:
+                db.close()

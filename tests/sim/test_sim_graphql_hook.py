@@ -88,3 +88,36 @@ def test_mutations_enter_the_write_log(sim_world: SimWorld, document: str, opera
         ("POST", "/graphql", operation)
     ]
     assert writes[0]["login"] == sim_world.bot.login
+
+
+def test_a_documents_cost_follows_its_paging_variables_not_its_others(
+    sim_world: SimWorld,
+) -> None:
+    """Costs are remembered per document; the page sizes passed as variables still count."""
+    items = sim_world.seed(2, labels=["agent"])
+    text = """
+    query Sized($owner: String!, $name: String!, $n: Int!, $size: Int!, $threads: Int = 7) {
+      rateLimit { nodeCount }
+      repository(owner: $owner, name: $name) {
+        pullRequest(number: $n) {
+          number
+          reviews(first: $size) { nodes { id } }
+          reviewThreads(first: $threads) { nodes { id } }
+        }
+      }
+    }
+    """
+    owner, name = sim_world.repo.split("/")
+
+    def node_count(**variables: Any) -> int:
+        body = json.dumps({"query": text, "variables": {"owner": owner, "name": name, **variables}})
+        status, _h, answer = _post(sim_world, body.encode(), sim_world.bot.token)
+        assert status == 200, answer
+        assert "errors" not in answer, answer
+        return int(answer["data"]["rateLimit"]["nodeCount"])
+
+    first, second = (item.pull for item in items)
+    assert node_count(n=first, size=10) == 17
+    assert node_count(n=second, size=10) == 17
+    assert node_count(n=first, size=3) == 10
+    assert node_count(n=first, size=3, threads=20) == 23

@@ -1,4 +1,4 @@
-"""The outbox, agent runs, leases and the HTTP cache."""
+"""The outbox, agent runs and leases."""
 
 from __future__ import annotations
 
@@ -172,18 +172,3 @@ def test_leases_exclusive_until_expiry(database: Database) -> None:
     assert database.leases.acquire("issue:1", "c", ttl=ttl, now=NOW)
     assert database.leases.reap(now=NOW + timedelta(minutes=5)) == 1
     assert database.leases.release_all("c") == 0
-
-
-def test_http_cache_roundtrip(database: Database) -> None:
-    url = "https://api.github.com/repos/acme/app/issues?state=open"
-    assert database.http_cache.get(url) is None
-    database.http_cache.put(url, etag='W/"1"', last_modified=None, body="[]", now=NOW)
-    database.http_cache.put(url, etag='W/"2"', last_modified="Sun", body="[1]", now=NOW)
-    cached = database.http_cache.get(url)
-    assert cached is not None and (cached.etag, cached.body, cached.last_modified) == (
-        'W/"2"',
-        "[1]",
-        "Sun",
-    )
-    database.http_cache.delete(url)
-    assert database.http_cache.get(url) is None

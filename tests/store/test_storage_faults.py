@@ -320,6 +320,13 @@ def test_a_write_failing_at_run_time_on_a_full_disk_is_described(tmp_path: Path)
             assert describe_storage_error(failed.value, database) == disk_full_line(
                 database, folder
             )
+            # Once there is room again, the same engine writes (the pool dropped the
+            # connection that failed and opens a fresh one).
+            (folder / "filler").unlink()
+            with engine.begin() as conn:
+                conn.exec_driver_sql("INSERT INTO blobs VALUES (zeroblob(1000))")
+            with engine.connect() as conn:
+                assert conn.exec_driver_sql("SELECT count(*) FROM blobs").scalar() == 1
         finally:
             engine.dispose()
 

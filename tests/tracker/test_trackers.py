@@ -78,3 +78,26 @@ def test_memory_tracker_behaves_alike() -> None:
     issue = tracker.refresh_by_ids([IssueRef("acme/app", 2)])[IssueRef("acme/app", 2)]
     assert issue.labels == {"agent", "in-progress"} and issue.tracker_state == "In Progress"
     assert tracker.state_changes == [(IssueRef("acme/app", 2), "In Progress")]
+
+
+def test_a_poll_reads_the_issue_feed_once(tmp_path: Path) -> None:
+    """fetch_candidates brings the feed up to date; the refresh_by_ids that completes the
+    same poll reads it as it is, unless the tracker wrote in between."""
+    with running_world(tmp_path / "sim") as world:
+        control, human = world.control, world.human.login
+        wanted = control.create_issue(world.repo, "Add x", as_user=human, labels=["agent"])
+        other = control.create_issue(world.repo, "Tracked", as_user=human)
+        client = GitHubClient(world.url, world.bot.token)
+        tracker = GitHubIssuesTracker(GitHubGateway(client), _settings(world.repo))
+        lists = "GET /repos/{owner}/{repo}/issues"
+        for _ in range(3):
+            before = client.accounting.requests[lists]
+            tracker.fetch_candidates()
+            tracker.refresh_by_ids([IssueRef(world.repo, other)])
+            assert client.accounting.requests[lists] - before == 1
+        tracker.fetch_candidates()
+        tracker.set_tracker_state(IssueRef(world.repo, wanted), "In Progress")
+        before = client.accounting.requests[lists]
+        refreshed = tracker.refresh_by_ids([IssueRef(world.repo, wanted)])
+        assert client.accounting.requests[lists] - before == 1
+        assert refreshed[IssueRef(world.repo, wanted)].tracker_state == "In Progress"

@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 
 from orchestrator.domain.phases import Phase, WaitingReason
+from orchestrator.runtime.polling_status import PollingStatus, ResourceCost
 from orchestrator.runtime.status import BudgetStatus, RunningTurn, RuntimeStatus
+from orchestrator.runtime.sweep import SweepStatus
 from orchestrator.store.database import Database
 from orchestrator.web.server import WebHandle, start_web
 
@@ -156,6 +158,18 @@ def make_status(**overrides: object) -> RuntimeStatus:
         budgets=(BudgetStatus("core", 4990, 5000, NOW + timedelta(minutes=40)),),
         github_units_spent=10,
         dispatches=3,
+        polling=PollingStatus(
+            interval_s=1.0,
+            issues=2000,
+            costs=(
+                ResourceCost("core", 1.0, 4990, None),
+                ResourceCost("graphql", 4.0, 400, NOW + timedelta(seconds=100)),
+            ),
+            sweep=SweepStatus(
+                passive=1500, read_this_pass=300, spread=10, last_pass_ticks=11, behind=True
+            ),
+            catching_up=("workpad comments to recover: 40 left, 10 per tick, about 0 min",),
+        ),
     )
     return replace(base, **overrides)  # type: ignore[arg-type]
 

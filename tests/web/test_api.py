@@ -10,6 +10,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from orchestrator.operator.render import header_lines
 from tests.web.conftest import Site
 
 TOKEN = "s3cret-api-token"
@@ -179,6 +180,41 @@ def test_metrics_parse_as_prometheus_text(site_factory) -> None:  # type: ignore
     )
     assert samples[("orchestrator_github_budget_remaining", (("resource", "core"),))] == 4990
     assert samples[("orchestrator_running_agents", ())] == 1
+    assert samples[("orchestrator_github_units_per_cycle", (("resource", "graphql"),))] == 4.0
+    exhausted = ("orchestrator_github_budget_exhausted_in_seconds", (("resource", "graphql"),))
+    assert samples[exhausted] == 100
+    assert ("orchestrator_github_budget_exhausted_in_seconds", (("resource", "core"),)) not in (
+        samples
+    )
+    assert samples[("orchestrator_passive_sweep", (("kind", "passive"),))] == 1500
+    assert samples[("orchestrator_passive_sweep", (("kind", "read_this_pass"),))] == 300
+
+
+def test_polling_cost_and_sweep_in_the_api_the_dashboard_and_status(site_factory) -> None:  # type: ignore[no-untyped-def]
+    site: Site = site_factory()
+    polling = httpx.get(f"{site.url}/api/v1/state").json()["daemon"]["polling"]
+    assert polling["units_per_cycle"] == 5.0 and polling["units_per_issue"] == 0.0025
+    assert polling["sweep"] == {
+        "passive": 1500,
+        "read_this_pass": 300,
+        "spread_ticks": 10,
+        "last_pass_ticks": 11,
+        "behind": True,
+    }
+    graphql = next(b for b in polling["budgets"] if b["resource"] == "graphql")
+    assert graphql["exhausted_at"] is not None
+    page = httpx.get(f"{site.url}/").text
+    assert "5.0 units per cycle (0.0025 per issue)" in page
+    assert "graphql budget runs out at" in page
+    assert "re-read 300/1500 this pass (a pass every 11 ticks)" in page and "behind" in page
+    assert "catching up workpad comments to recover: 40 left" in page
+    lines = header_lines(httpx.get(f"{site.url}/api/v1/state").json()["daemon"])
+    assert "polling: 5.0 units per cycle (0.0025 per issue, 2000 issues)" in lines
+    assert any(line.startswith("warning: the graphql budget runs out at") for line in lines)
+    assert (
+        "waiting pull requests: 300/1500 re-read this pass, a pass every 11 ticks "
+        "(behind: the last tick ran out of time)"
+    ) in lines
 
 
 def test_dashboard_and_timeline_pages(site_factory) -> None:  # type: ignore[no-untyped-def]

@@ -1,0 +1,336 @@
+"""What changed in a repository's issues and pull requests, read incrementally.
+
+A full read of the candidates (every open issue with the required labels) and
+of the carriers of each watched label costs one page per 100 items, every
+tick. The feed does that once, at start-up; afterwards one request per tick
+asks GitHub for the issues and pull requests updated since shortly before the
+newest ``updated_at`` seen (``GET /repos/{repo}/issues?state=all&since=...``),
+conditionally, so while nothing changed the tick costs one free 304.
+Labels added or removed, a close, a reopen, a retitle and a new comment all
+move an item's ``updated_at``, so none of them is missed.
+
+- Each page of the window is asked conditionally on its last answer, so a
+  quiet window costs one free 304 per page (one page, unless more than a
+  hundred items changed within it).
+- The window reaches back at least :attr:`IssueFeed.overlap_s` before the
+  newest ``updated_at`` seen, so an update that GitHub dates a little before
+  one it had already shown, or that lands while a cold read is still paging, is
+  read. It keeps its start until it spans twice that, so the request stays the
+  same (and answers 304) after a change has been read.
+- Items are kept only while they matter: candidates, carriers of a watched
+  label, and issues the caller asked for by number (the tracked ones).
+
+Deleted and transferred issues move no ``updated_at``: a tracked one is found
+gone the next time the daemon starts (its number answers 404 or 410).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
+from orchestrator.github.client import GitHubClient
+from orchestrator.github.errors import GitHubError
+from orchestrator.github.retry import header
+from orchestrator.logs import get_logger
+
+log = get_logger(__name__)
+
+_NEXT_LINK = re.compile(r'<([^>]+)>;\s*rel="next"')
+
+# How far before the newest update seen each incremental read reaches back (seconds).
+DEFAULT_OVERLAP_S = 120.0
+
+
+@dataclass(frozen=True, slots=True)
+class FeedItem:
+    """An issue or pull request as the feed keeps it."""
+
+    number: int
+    is_pull_request: bool
+    is_open: bool
+    title: str
+    labels: frozenset[str]
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> FeedItem:
+        return cls(
+            number=int(data["number"]),
+            is_pull_request="pull_request" in data,
+            is_open=data.get("state") == "open",
+            title=str(data.get("title") or ""),
+            labels=frozenset(str(label["name"]) for label in data.get("labels") or ()),
+            created_at=str(data["created_at"]),
+            updated_at=str(data.get("updated_at") or data["created_at"]),
+        )
+
+
+@dataclass(frozen=True)
+class FeedRead:
+    """What one refresh cost and found."""
+
+    cold: bool
+    requests: int
+    changed: int
+
+
+def _parse(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def _format(value: datetime) -> str:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class IssueFeed:
+    """The open issues and pull requests of one repository that the daemon needs to see.
+
+    Thread-safe; the tick thread refreshes it, any thread may read it. Each call
+    takes the client to read with, since clients belong to threads.
+    """
+
+    def __init__(
+        self,
+        repo: str,
+        *,
+        required_labels: frozenset[str],
+        overlap_s: float = DEFAULT_OVERLAP_S,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.repo = repo
+        self.required_labels = required_labels
+        self.overlap_s = overlap_s
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._items: dict[int, FeedItem] = {}
+        # Numbers asked for by the caller: kept whatever their labels.
+        self._pinned: set[int] = set()
+        self._watched: frozenset[str] = frozenset()
+        self._wanted: frozenset[str] = frozenset()
+        self._newest: str | None = None
+        self._since: str | None = None
+        # The newest updated_at read of every item the feed read since it went warm, and the
+        # numbers whose updated_at moved since the last call to changes().
+        self._seen: dict[int, str] = {}
+        self._moved: set[int] = set()
+        # The incremental window's pages: URL -> (ETag, next page's URL).
+        self._memo: dict[str, tuple[str | None, str | None]] = {}
+
+    # ----------------------------------------------------------------- reads
+
+    @property
+    def warm(self) -> bool:
+        with self._lock:
+            return self._newest is not None
+
+    def candidates(self) -> list[FeedItem]:
+        """Open issues (not pull requests) carrying every required label, oldest first."""
+        with self._lock:
+            found = [
+                item
+                for item in self._items.values()
+                if item.is_open and not item.is_pull_request and self.required_labels <= item.labels
+            ]
+        return sorted(found, key=lambda item: item.number)
+
+    def carriers(self, label: str) -> frozenset[int]:
+        """Open issues and pull requests carrying ``label``."""
+        with self._lock:
+            return frozenset(
+                number
+                for number, item in self._items.items()
+                if item.is_open and label in item.labels
+            )
+
+    def changes(self) -> set[int]:
+        """Issues and pull requests whose ``updated_at`` moved since the last call (any of
+        them, kept or not). A cold read moves nothing: it is where the feed starts from."""
+        with self._lock:
+            moved, self._moved = self._moved, set()
+        return moved
+
+    def updated_at(self, number: int) -> str | None:
+        """The newest ``updated_at`` the feed read of ``number`` (None: never read)."""
+        with self._lock:
+            return self._seen.get(number)
+
+    def known(self, numbers: Iterable[int]) -> dict[int, FeedItem]:
+        """The items among ``numbers`` the feed holds."""
+        with self._lock:
+            return {n: self._items[n] for n in numbers if n in self._items}
+
+    def keep(self, client: GitHubClient, numbers: Iterable[int]) -> dict[int, FeedItem]:
+        """Keep exactly ``numbers`` (the tracked issues) whatever their labels, reading the
+        ones the feed never saw by number; the ones kept before and not now may be dropped.
+
+        Numbers that answer 404 or 410 (deleted, transferred) are left out.
+        """
+        wanted = set(numbers)
+        with self._lock:
+            self._pinned = set(wanted)
+            for number in [n for n, item in self._items.items() if not self._matters(item)]:
+                del self._items[number]
+            unknown = sorted(n for n in wanted if n not in self._items)
+        self._take(self._read_numbers(client, unknown).values())
+        return self.known(wanted)
+
+    # --------------------------------------------------------------- refresh
+
+    def watch(self, labels: Iterable[str]) -> None:
+        """Keep the carriers of ``labels`` too (a change makes the next refresh a full read)."""
+        with self._lock:
+            self._wanted = frozenset(labels)
+
+    def refresh(self, client: GitHubClient) -> FeedRead:
+        """Bring the feed up to date: a full read the first time (or when the watched
+        labels changed), one conditional page of recent updates afterwards."""
+        with self._lock:
+            watched = self._wanted
+            cold = self._newest is None or watched != self._watched
+        if cold:
+            return self._cold(client, watched)
+        return self._incremental(client)
+
+    def _cold(self, client: GitHubClient, watched: frozenset[str]) -> FeedRead:
+        started = self._monotonic()
+        requests = 0
+        found: dict[int, FeedItem] = {}
+        params: dict[str, Any] = {"state": "open", "sort": "created", "direction": "asc"}
+        if self.required_labels:
+            params["labels"] = ",".join(sorted(self.required_labels))
+        lists = [params] + [{"state": "open", "labels": label} for label in sorted(watched)]
+        for list_params in lists:
+            for data in self._pages(client, list_params, conditional=True):
+                requests += 1
+                for item in map(FeedItem.of, data):
+                    found[item.number] = item
+        with self._lock:
+            pinned = sorted(n for n in self._pinned if n not in found)
+        # The kept issues the lists did not bring are read again by number (free while unchanged).
+        for number, item in self._read_numbers(client, pinned).items():
+            requests += 1
+            found[number] = item
+        newest = max((item.updated_at for item in found.values()), default=None)
+        took = self._monotonic() - started
+        with self._lock:
+            self._watched = watched
+            self._items = found
+            for number, item in found.items():
+                if self._seen.get(number, "") < item.updated_at:
+                    self._seen[number] = item.updated_at
+            # A cold read that found nothing stays cold: nothing dates the next read.
+            if newest is not None:
+                # Whatever changed while the lists were paging is read again next time.
+                self._newest = _format(_parse(newest) - timedelta(seconds=took))
+            self._memo = {}
+            self._since = None
+        log.info("issue_feed_cold", repo=self.repo, items=len(found), requests=requests)
+        return FeedRead(cold=True, requests=requests, changed=len(found))
+
+    def _incremental(self, client: GitHubClient) -> FeedRead:
+        with self._lock:
+            assert self._newest is not None
+            newest = _parse(self._newest)
+            # The window keeps its start (and so its URLs and ETags: 304s while quiet) until
+            # it spans twice the overlap; then it starts again one overlap before the newest.
+            since = self._since
+            if since is None or newest - _parse(since) > timedelta(seconds=2 * self.overlap_s):
+                since = _format(newest - timedelta(seconds=self.overlap_s))
+            memo = self._memo if since == self._since else {}
+        query = urlencode(
+            {"state": "all", "since": since, "sort": "updated", "direction": "desc"}
+            | {"per_page": 100}
+        )
+        # Every page is asked, each conditional on its last answer: updates within one
+        # second are ordered by id, so a changed item need not come to the first page.
+        url: str | None = f"/repos/{self.repo}/issues?{query}"
+        requests = 0
+        changed: list[FeedItem] = []
+        pages: dict[str, tuple[str | None, str | None]] = {}
+        while url is not None and url not in pages:
+            known = memo.get(url)
+            headers = {"If-None-Match": known[0]} if known and known[0] else None
+            page = client.request("GET", url, headers=headers, ok=(200, 304))
+            requests += 1
+            if page.status == 304 and known is not None:
+                pages[url] = known
+            else:
+                changed.extend(FeedItem.of(data) for data in _list(page.data))
+                link = _NEXT_LINK.search(header(page.headers, "link") or "")
+                pages[url] = (header(page.headers, "etag"), link.group(1) if link else None)
+            url = pages[url][1]
+        self._take(changed)
+        with self._lock:
+            self._since = since
+            self._memo = pages
+        return FeedRead(cold=False, requests=requests, changed=len(changed))
+
+    def _take(self, items: Iterable[FeedItem]) -> None:
+        with self._lock:
+            for item in items:
+                known = self._items.get(item.number)
+                if known is not None and known.updated_at > item.updated_at:
+                    continue  # an older copy (a page read before a later one)
+                seen = self._seen.get(item.number)
+                if seen is None or seen < item.updated_at:
+                    self._seen[item.number] = item.updated_at
+                    if seen is not None or self._newest is not None:
+                        self._moved.add(item.number)
+                if self._matters(item):
+                    self._items[item.number] = item
+                else:
+                    self._items.pop(item.number, None)
+                if self._newest is not None and item.updated_at > self._newest:
+                    self._newest = item.updated_at
+
+    def _matters(self, item: FeedItem) -> bool:
+        if item.number in self._pinned:
+            return True
+        if not item.is_open:
+            return False
+        if not item.is_pull_request and self.required_labels <= item.labels:
+            return True
+        return bool(item.labels & self._watched)
+
+    def _read_numbers(self, client: GitHubClient, numbers: Iterable[int]) -> dict[int, FeedItem]:
+        """Issues read one by one; numbers that answer 404 or 410 are left out."""
+        found: dict[int, FeedItem] = {}
+        for number in numbers:
+            try:
+                data = client.request(
+                    "GET", f"/repos/{self.repo}/issues/{number}", conditional=True
+                ).data
+            except GitHubError as error:
+                if error.status in (404, 410):
+                    continue
+                raise
+            found[number] = FeedItem.of(data)
+        return found
+
+    def _pages(
+        self, client: GitHubClient, params: dict[str, Any], *, conditional: bool
+    ) -> Iterable[list[Any]]:
+        page = client.request(
+            "GET",
+            f"/repos/{self.repo}/issues",
+            params={"per_page": 100, **params},
+            conditional=conditional,
+        )
+        yield _list(page.data)
+        link = _NEXT_LINK.search(header(page.headers, "link") or "")
+        while link:
+            page = client.request("GET", link.group(1), conditional=conditional)
+            yield _list(page.data)
+            link = _NEXT_LINK.search(header(page.headers, "link") or "")
+
+
+def _list(data: Any) -> list[Any]:
+    return data if isinstance(data, list) else []

@@ -1,0 +1,151 @@
+"""The incremental issue feed sees what a full read sees, after any sequence of changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from random import Random
+from typing import Any
+
+from orchestrator.github.client import GitHubClient
+from orchestrator.github.issue_feed import FeedItem, FeedRead, IssueFeed
+from orchestrator.sim.testing import SimWorld, running_world
+
+LABELS = ("agent", "stop", "approved", "other")
+WATCHED = frozenset({"stop", "approved"})
+
+
+def _full(client: GitHubClient, repo: str) -> dict[int, FeedItem]:
+    """Every issue and pull request of the repository, read whole."""
+    items = client.paginate(f"/repos/{repo}/issues", params={"state": "all"})
+    return {int(data["number"]): FeedItem.of(data) for data in items}
+
+
+def _assert_same(feed: IssueFeed, truth: dict[int, FeedItem], kept: set[int], step: str) -> None:
+    wanted = sorted(
+        n for n, i in truth.items() if i.is_open and not i.is_pull_request and "agent" in i.labels
+    )
+    assert [item.number for item in feed.candidates()] == wanted, step
+    for item in feed.candidates():
+        assert item.labels == truth[item.number].labels, step
+    for label in WATCHED:
+        carriers = {n for n, i in truth.items() if i.is_open and label in i.labels}
+        assert feed.carriers(label) == carriers, f"{step}: carriers of {label}"
+    for number, item in feed.known(kept).items():
+        assert (item.is_open, item.labels, item.title) == (
+            truth[number].is_open,
+            truth[number].labels,
+            truth[number].title,
+        ), step
+
+
+class _Changes:
+    def __init__(self, world: SimWorld, rng: Random) -> None:
+        self.world, self.rng = world, rng
+        self.reader = GitHubClient(world.url, world.human.token)
+        self.issues: list[int] = []
+        self.pulls: list[int] = []
+        self.branches = 0
+
+    def one(self) -> str:
+        world, rng = self.world, self.rng
+        control, repo, human = world.control, world.repo, world.human.login
+        numbers = self.issues + self.pulls
+        choice = rng.choice(["new", "new_pull", "label", "unlabel", "close", "reopen", "retitle"])
+        if choice == "new" or not numbers:
+            labels = rng.sample(LABELS, rng.randint(0, 2))
+            self.issues.append(control.create_issue(repo, "New", as_user=human, labels=labels))
+            return f"new issue with {labels}"
+        if choice == "new_pull":
+            self.branches += 1
+            branch = f"feature-{self.branches}"
+            control.push(repo, branch, {f"{branch}.txt": "x\n"}, as_user=human)
+            number = control.create_pull(repo, "A change", branch, as_user=human)
+            self.pulls.append(number)
+            return f"new pull #{number}"
+        number = rng.choice(numbers)
+        if choice == "label":
+            label = rng.choice(LABELS)
+            control.add_labels(repo, number, [label], as_user=human)
+            return f"#{number} +{label}"
+        if choice == "unlabel":
+            data: dict[str, Any] = self.reader.request("GET", f"/repos/{repo}/issues/{number}").data
+            names = [str(label["name"]) for label in data.get("labels") or ()]
+            if not names:
+                return "nothing to unlabel"
+            label = rng.choice(names)
+            control.remove_label(repo, number, label, as_user=human)
+            return f"#{number} -{label}"
+        if choice == "retitle":
+            control.update_issue(repo, number, as_user=human, title=f"Title {rng.random():.3f}")
+            return f"#{number} retitled"
+        state = "closed" if choice == "close" else "open"
+        control.update_issue(repo, number, as_user=human, state=state)
+        return f"#{number} {state}"
+
+
+def test_the_feed_misses_no_change_a_full_read_sees(tmp_path: Path) -> None:
+    for seed in range(3):
+        rng = Random(seed)
+        with running_world(tmp_path / f"sim{seed}") as world:
+            changes = _Changes(world, rng)
+            for _ in range(6):
+                changes.one()
+            client = GitHubClient(world.url, world.bot.token)
+            feed = IssueFeed(world.repo, required_labels=frozenset({"agent"}))
+            feed.watch(WATCHED)
+            kept: set[int] = set()
+            previous_cold = True
+            for step in range(40):
+                done = [changes.one() for _ in range(rng.randint(0, 3))]
+                if rng.random() < 0.3 and changes.issues:
+                    kept = set(rng.sample(changes.issues, min(3, len(changes.issues))))
+                    feed.keep(client, kept)
+                read = feed.refresh(client)
+                if not previous_cold and not done:
+                    assert (read.requests, read.changed) == (1, 0), "nothing changed: one 304"
+                previous_cold = read.cold
+                _assert_same(feed, _full(client, world.repo), kept, f"seed {seed} step {step}")
+
+
+def test_a_quiet_repository_costs_one_free_request_per_page_of_recent_updates(
+    tmp_path: Path,
+) -> None:
+    with running_world(tmp_path / "sim") as world:
+        control, human = world.control, world.human.login
+        for i in range(250):
+            control.create_issue(world.repo, f"Issue {i}", as_user=human, labels=["agent"])
+        client = GitHubClient(world.url, world.bot.token)
+        feed = IssueFeed(world.repo, required_labels=frozenset({"agent"}))
+        cold = feed.refresh(client)
+        assert cold.cold and cold.requests == 3 and len(feed.candidates()) == 250
+        # The first incremental read has nothing to be conditional on: it reads the window
+        # of recent updates (all 250 here, created a moment ago: three pages).
+        assert feed.refresh(client).changed == 250
+        before = client.accounting.total_units()
+        for _ in range(5):
+            assert feed.refresh(client) == FeedRead(cold=False, requests=3, changed=0)
+        assert client.accounting.total_units() == before
+        # One change: the pages it changed are read again, then all is quiet again.
+        control.remove_label(world.repo, 7, "agent", as_user=human)
+        changed = feed.refresh(client)
+        assert changed.changed >= 1
+        assert 7 not in {item.number for item in feed.candidates()}
+        assert feed.refresh(client).changed == 0
+        assert client.accounting.total_units() - before <= 3
+
+
+def test_kept_issues_are_read_once_and_followed(tmp_path: Path) -> None:
+    with running_world(tmp_path / "sim") as world:
+        control, human = world.control, world.human.login
+        tracked = control.create_issue(world.repo, "Was a candidate", as_user=human)
+        client = GitHubClient(world.url, world.bot.token)
+        feed = IssueFeed(world.repo, required_labels=frozenset({"agent"}))
+        control.create_issue(world.repo, "Dates the feed", as_user=human, labels=["agent"])
+        feed.refresh(client)
+        assert feed.keep(client, {tracked, 999})[tracked].is_open
+        control.update_issue(world.repo, tracked, as_user=human, state="closed")
+        feed.refresh(client)
+        assert feed.known({tracked})[tracked].is_open is False
+        # Dropped once no longer kept and not otherwise wanted.
+        feed.keep(client, set())
+        assert feed.known({tracked}) == {}
