@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -118,12 +118,18 @@ class Emulator:
             self._commits[key] = infos
         return list(infos)
 
-    def sync_branches(self, repo: Repo, pusher: str | None = None) -> None:
-        """Copy branch heads from the bare repository into the state (after a push)."""
-        heads = self.git.heads(self.repo_path(repo))
+    def sync_branches(
+        self, repo: Repo, pusher: str | None = None, branches: Collection[str] | None = None
+    ) -> None:
+        """Copy branch heads from the bare repository into the state (after a push).
+
+        With ``branches``, only those (the ones a push named): a repository of
+        10,000 branches is not listed again for each push.
+        """
+        heads = self.git.heads(self.repo_path(repo), branches)
         with self.state.lock:
-            for branch in list(repo.branches):
-                if branch not in heads:
+            for branch in list(repo.branches if branches is None else branches):
+                if branch in repo.branches and branch not in heads:
                     self.state.set_branch(repo, branch, None, pusher)
             for branch, sha in heads.items():
                 if repo.branches.get(branch) != sha:
@@ -228,7 +234,7 @@ class Emulator:
             )
         except GitError as exc:
             raise Unprocessable.field("Commit", "files", message=str(exc)) from exc
-        self.sync_branches(repo, user.login)
+        self.sync_branches(repo, user.login, [branch])
         return sha
 
     def merge_pull(
