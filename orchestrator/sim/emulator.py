@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -121,16 +121,29 @@ class Emulator:
             self._commits[key] = infos
         return list(infos)
 
-    def sync_branches(self, repo: Repo, pusher: str | None = None) -> None:
-        """Copy branch heads from the bare repository into the state (after a push)."""
-        with self._sync_lock:
-            heads = self.git.heads(self.repo_path(repo))
-            self._apply_heads(repo, heads, pusher)
+    def sync_branches(
+        self, repo: Repo, pusher: str | None = None, branches: Collection[str] | None = None
+    ) -> None:
+        """Copy branch heads from the bare repository into the state (after a push).
 
-    def _apply_heads(self, repo: Repo, heads: Mapping[str, str], pusher: str | None) -> None:
+        With ``branches``, only those (the ones a push named): a repository of
+        10,000 branches is not listed again for each push. Syncs run one at a time,
+        so one that read the heads earlier never applies them after a later one.
+        """
+        with self._sync_lock:
+            heads = self.git.heads(self.repo_path(repo), branches)
+            self._apply_heads(repo, heads, pusher, branches)
+
+    def _apply_heads(
+        self,
+        repo: Repo,
+        heads: Mapping[str, str],
+        pusher: str | None,
+        branches: Collection[str] | None,
+    ) -> None:
         with self.state.lock:
-            for branch in list(repo.branches):
-                if branch not in heads:
+            for branch in list(repo.branches if branches is None else branches):
+                if branch in repo.branches and branch not in heads:
                     self.state.set_branch(repo, branch, None, pusher)
             for branch, sha in heads.items():
                 if repo.branches.get(branch) != sha:
@@ -235,10 +248,7 @@ class Emulator:
             )
         except GitError as exc:
             raise Unprocessable.field("Commit", "files", message=str(exc)) from exc
-        # Only this branch moved: set it, rather than re-reading every head of the repository.
-        with self._sync_lock, self.state.lock:
-            if repo.branches.get(branch) != sha:
-                self.state.set_branch(repo, branch, sha, user.login)
+        self.sync_branches(repo, user.login, [branch])
         return sha
 
     def merge_pull(

@@ -9,6 +9,7 @@ copied into the state so pull requests follow their branches.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import os
 from dataclasses import dataclass
 
@@ -115,9 +116,40 @@ async def run_http_backend(
         return CgiResponse(500, {"content-type": "text/plain"}, b"git http-backend failed\n")
     response = _parse_cgi(out)
     if request.is_push and request.subpath == "git-receive-pack":
-        await asyncio.to_thread(emulator.sync_branches, repo, user.login)
+        named = pushed_branches(body, content_encoding)
+        await asyncio.to_thread(emulator.sync_branches, repo, user.login, named)
         log.info("sim_git_push", repo=repo.full_name, login=user.login)
     return response
+
+
+def pushed_branches(body: bytes, content_encoding: str | None) -> list[str] | None:
+    """The branches a receive-pack request names in its commands (``old new ref`` pkt-lines
+    up to the first flush); None when the request cannot be read that way."""
+    try:
+        data = gzip.decompress(body) if content_encoding == "gzip" else body
+    except (OSError, EOFError):
+        return None
+    names: list[str] = []
+    position = 0
+    while position + 4 <= len(data):
+        try:
+            length = int(data[position : position + 4], 16)
+        except ValueError:
+            return None
+        if length == 0:
+            return names
+        if length < 4:
+            return None
+        line = data[position + 4 : position + length].split(b"\0", 1)[0].rstrip(b"\n")
+        position += length
+        parts = line.decode("utf-8", errors="replace").split(" ")
+        if parts[0] == "shallow":
+            continue
+        if len(parts) != 3:
+            return None
+        if parts[2].startswith("refs/heads/"):
+            names.append(parts[2].removeprefix("refs/heads/"))
+    return None
 
 
 def _parse_cgi(output: bytes) -> CgiResponse:

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -247,15 +247,19 @@ class GitStore:
         sha = done.stdout.strip()
         return sha if done.returncode == 0 and sha else None
 
-    def heads(self, path: Path) -> dict[str, str]:
-        """Every branch and its head SHA."""
+    def heads(self, path: Path, names: Collection[str] | None = None) -> dict[str, str]:
+        """Every branch and its head SHA, or only those of the branches ``names`` that exist."""
+        patterns = [f"refs/heads/{name}" for name in names] if names is not None else ["refs/heads"]
+        if not patterns:
+            return {}
         done = self.run(
-            path, "for-each-ref", "--format=%(refname:strip=2) %(objectname)", "refs/heads"
+            path, "for-each-ref", "--format=%(refname:strip=2) %(objectname)", *patterns
         )
         heads: dict[str, str] = {}
         for line in done.stdout.splitlines():
             name, _, sha = line.rpartition(" ")
-            if name:
+            # A pattern also matches the branches below it (``a`` finds ``a/b``).
+            if name and (names is None or name in names):
                 heads[name] = sha
         return heads
 

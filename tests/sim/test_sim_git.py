@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import subprocess
 from pathlib import Path
 from typing import Any
 
+from orchestrator.sim.githttp import pushed_branches
 from orchestrator.sim.testing import SimWorld
 from tests.sim.gitops import git, push_branch
 
@@ -101,3 +103,44 @@ def test_human_push_through_control_is_fetchable(sim_world: SimWorld, tmp_path: 
     assert git("rev-parse", "HEAD", cwd=work, env=sim_world.git_env()) == sha
     author = git("log", "-1", "--format=%an <%ae>", cwd=work, env=sim_world.git_env())
     assert author.startswith("Alice Example <")
+
+
+def test_one_push_of_several_branches_updates_each_of_them(
+    sim_world: SimWorld, gh: Any, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    first = push_branch(sim_world, work, "feature/x", {"x.txt": "x\n"})
+    env = sim_world.git_env()
+    git("checkout", "-q", "-b", "feature/y", "origin/main", cwd=work, env=env)
+    (work / "y.txt").write_text("y\n")
+    git("add", "y.txt", cwd=work, env=env)
+    git("commit", "-q", "-m", "y", cwd=work, env=env)
+    git("checkout", "-q", "feature/x", cwd=work, env=env)
+    (work / "x.txt").write_text("x again\n")
+    git("commit", "-q", "-am", "x again", cwd=work, env=env)
+    git("push", "-q", "origin", "feature/x", "feature/y", cwd=work, env=env)
+    repo = gh.get_repo(sim_world.repo)
+    heads = {b.name: b.commit.sha for b in repo.get_branches()}
+    assert heads["feature/x"] == git("rev-parse", "feature/x", cwd=work, env=env) != first
+    assert heads["feature/y"] == git("rev-parse", "feature/y", cwd=work, env=env)
+    assert set(heads) == {"main", "feature/x", "feature/y"}
+
+
+def _pkt(text: str) -> bytes:
+    return f"{len(text) + 4:04x}{text}".encode()
+
+
+def test_the_branches_a_push_names_are_read_from_its_commands() -> None:
+    old, new = "0" * 40, "1" * 40
+    body = (
+        _pkt(f"shallow {new}\n")
+        + _pkt(f"{old} {new} refs/heads/feature/x\0report-status side-band-64k\n")
+        + _pkt(f"{new} {old} refs/heads/gone\n")
+        + _pkt(f"{old} {new} refs/tags/v1\n")
+        + b"0000PACK..."
+    )
+    assert pushed_branches(body, None) == ["feature/x", "gone"]
+    assert pushed_branches(gzip.compress(body), "gzip") == ["feature/x", "gone"]
+    assert pushed_branches(b"zzzz", None) is None
+    assert pushed_branches(_pkt(f"{old} {new} refs/heads/a\n"), None) is None
+    assert pushed_branches(b"not gzip", "gzip") is None
