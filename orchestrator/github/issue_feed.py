@@ -121,6 +121,8 @@ class IssueFeed:
         # numbers whose updated_at moved since the last call to changes().
         self._seen: dict[int, str] = {}
         self._moved: set[int] = set()
+        # The newest updated_at of the first full read: what the feed started from.
+        self._started: str | None = None
         # The incremental window's pages: URL -> (ETag, next page's URL).
         self._memo: dict[str, tuple[str | None, str | None]] = {}
 
@@ -230,6 +232,8 @@ class IssueFeed:
             if newest is not None:
                 # Whatever changed while the lists were paging is read again next time.
                 self._newest = _format(_parse(newest) - timedelta(seconds=took))
+                if self._started is None:
+                    self._started = newest
             self._memo = {}
             self._since = None
         log.info("issue_feed_cold", repo=self.repo, items=len(found), requests=requests)
@@ -282,7 +286,11 @@ class IssueFeed:
                 seen = self._seen.get(item.number)
                 if seen is None or seen < item.updated_at:
                     self._seen[item.number] = item.updated_at
-                    if seen is not None or self._newest is not None:
+                    # An item first seen moved only if it changed after the feed started
+                    # watching (a warm restart's first window holds older updates too).
+                    if seen is not None or (
+                        self._started is not None and item.updated_at > self._started
+                    ):
                         self._moved.add(item.number)
                 if self._matters(item):
                     self._items[item.number] = item

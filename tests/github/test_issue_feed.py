@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from random import Random
 from typing import Any
@@ -149,3 +150,23 @@ def test_kept_issues_are_read_once_and_followed(tmp_path: Path) -> None:
         # Dropped once no longer kept and not otherwise wanted.
         feed.keep(client, set())
         assert feed.known({tracked}) == {}
+
+
+def test_only_changes_after_the_feed_started_count_as_moves(tmp_path: Path) -> None:
+    """A pull request the feed first meets in its window moved only if it changed after the
+    start: a restart must not take every recent item for a signal."""
+    with running_world(tmp_path / "sim") as world:
+        control, human = world.control, world.human.login
+        control.create_issue(world.repo, "Candidate", as_user=human, labels=["agent"])
+        control.push(world.repo, "old", {"old.txt": "x\n"}, as_user=human)
+        old_pull = control.create_pull(world.repo, "Before the start", "old", as_user=human)
+        client = GitHubClient(world.url, world.bot.token)
+        feed = IssueFeed(world.repo, required_labels=frozenset({"agent"}))
+        feed.refresh(client)
+        feed.refresh(client)
+        assert old_pull not in feed.changes()
+        time.sleep(1.1)  # GitHub's timestamps have one-second resolution
+        control.add_labels(world.repo, old_pull, ["other"], as_user=human)
+        feed.refresh(client)
+        assert old_pull in feed.changes()
+        assert feed.changes() == set()
