@@ -22,6 +22,7 @@ LONGEST_FIRST = (
     "tests/property/test_merge_oracle.py",
     "tests/e2e/test_chaos_kills.py",
     "tests/replicas/test_cluster_chaos.py",
+    "tests/scale/test_thousand_issues.py",
     "tests/replicas/test_replicas.py",
     "tests/replicas/test_cluster_bench.py",
 )
