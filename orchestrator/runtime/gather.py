@@ -52,7 +52,8 @@ FRESH_PR_PHASES = frozenset({Phase.READY_TO_MERGE, Phase.MERGING})
 PASSIVE_PR_PHASES = frozenset({Phase.WAITING_FOR_HUMAN, Phase.BLOCKED})
 # Pull requests per fingerprint query of the sweep (GitHub's batch limit).
 SWEEP_BATCH = MAX_FINGERPRINT_BATCH
-# The share of the poll interval a tick may spend on the passive sweep.
+# The share of the poll interval a tick may spend on the passive sweep (and as much on
+# catching up), counted from when each starts.
 SWEEP_SHARE = 0.5
 # GraphQL points of a pull request's first read: its share of a fingerprint batch and
 # of a state batch (see orchestrator.github.queries).
@@ -97,9 +98,11 @@ class SnapshotBuilder:
         github.feed.watch(self._watched_labels(view))
         candidates = {issue.ref: issue for issue in github.tracker.fetch_candidates()}
         rows = self.records.load(repo)
-        deadline = read_at + view.interval_s * SWEEP_SHARE
+        # Catching up and the sweep each get their share of the interval from when they start:
+        # the rest of a large tick must not leave the sweep one batch per tick.
+        budget_s = view.interval_s * SWEEP_SHARE
         # Issues whose record or pull request is still to be read once: left out of this plan.
-        pending = self._recover(view, candidates, rows, now, deadline)
+        pending = self._recover(view, candidates, rows, now, time.monotonic() + budget_s)
         live = {ref: row for ref, row in rows.items() if row.record.phase is not Phase.DONE}
         for number in [n for n in self._comment_memo if IssueRef(repo, n) not in live]:
             del self._comment_memo[number]
@@ -113,7 +116,7 @@ class SnapshotBuilder:
         self.switches.note_repo(repo, stopped, read_at=read_at)
         moved = github.feed.changes()
         prs, unread = self._pull_requests(
-            view, issues, live, carriers, moved=moved, deadline=deadline, now=now
+            view, issues, live, carriers, moved=moved, budget_s=budget_s, now=now
         )
         pending |= unread
 
@@ -162,7 +165,7 @@ class SnapshotBuilder:
         carriers: dict[str, frozenset[int]],
         *,
         moved: set[int],
-        deadline: float,
+        budget_s: float,
         now: datetime,
     ) -> tuple[dict[IssueRef, PullRequest], set[IssueRef]]:
         polled: dict[int, IssueRef] = {}
@@ -206,6 +209,7 @@ class SnapshotBuilder:
         due = first + (self.sweep.slice(resting) if not unread else [])
         swept: list[int] = []
         behind = False
+        deadline = time.monotonic() + budget_s
         for start in range(0, len(due), SWEEP_BATCH):
             if swept and time.monotonic() > deadline:
                 behind = True
