@@ -221,6 +221,19 @@ class IssueFeed:
             requests += 1
             found[number] = item
         newest = max((item.updated_at for item in found.values()), default=None)
+        if newest is None:
+            # Nothing to keep (every issue closed, say): the repository's latest update
+            # still dates the next read, or every tick would read everything again.
+            requests += 1
+            latest = _list(
+                client.request(
+                    "GET",
+                    f"/repos/{self.repo}/issues",
+                    params={"state": "all", "sort": "updated", "direction": "desc", "per_page": 1},
+                    conditional=True,
+                ).data
+            )
+            newest = str(FeedItem.of(latest[0]).updated_at) if latest else None
         took = self._monotonic() - started
         with self._lock:
             self._watched = watched
@@ -228,7 +241,7 @@ class IssueFeed:
             for number, item in found.items():
                 if self._seen.get(number, "") < item.updated_at:
                     self._seen[number] = item.updated_at
-            # A cold read that found nothing stays cold: nothing dates the next read.
+            # A cold read of an empty repository stays cold: nothing dates the next read.
             if newest is not None:
                 # Whatever changed while the lists were paging is read again next time.
                 self._newest = _format(_parse(newest) - timedelta(seconds=took))

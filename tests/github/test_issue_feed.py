@@ -170,3 +170,22 @@ def test_only_changes_after_the_feed_started_count_as_moves(tmp_path: Path) -> N
         feed.refresh(client)
         assert old_pull in feed.changes()
         assert feed.changes() == set()
+
+
+def test_a_repository_with_nothing_to_keep_still_goes_warm(tmp_path: Path) -> None:
+    """Every issue closed: the first read finds nothing to keep, and the repository's latest
+    update dates the next reads, which are then one 304 each, not a full read per tick."""
+    with running_world(tmp_path / "sim") as world:
+        control, human = world.control, world.human.login
+        number = control.create_issue(world.repo, "Done", as_user=human, labels=["agent"])
+        control.update_issue(world.repo, number, as_user=human, state="closed")
+        client = GitHubClient(world.url, world.bot.token)
+        feed = IssueFeed(world.repo, required_labels=frozenset({"agent"}))
+        feed.watch(WATCHED)
+        assert feed.refresh(client).cold
+        feed.refresh(client)
+        for _ in range(3):
+            assert feed.refresh(client) == FeedRead(cold=False, requests=1, changed=0)
+        control.update_issue(world.repo, number, as_user=human, state="open")
+        feed.refresh(client)
+        assert [item.number for item in feed.candidates()] == [number]
