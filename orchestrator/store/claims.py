@@ -33,6 +33,8 @@ class Claimed:
     run_id: str
     previous_run_id: str | None
     epoch: int = 1
+    # When the leader queued the turn: an outcome recorded after it is this claim's.
+    queued_at: datetime | None = None
 
 
 class ClaimStore:
@@ -148,6 +150,7 @@ class ClaimStore:
                 run_id=run_id,
                 previous_run_id=previous_run,
                 epoch=epoch,
+                queued_at=row.queued_at,
             )
 
     def renew(self, owner: str, *, ttl: timedelta, now: datetime) -> set[int]:
