@@ -127,3 +127,33 @@ def test_a_recorded_turn_whose_claim_was_left_open_is_not_run_again(
         assert [e["run_id"] for e in logs if e["event"] == "claim_already_recorded"] == [run.run_id]
         assert len(flow.d.db.runs.for_issue(1)) == 1
         assert flow.d.db.claims.open(world.repo) == []
+
+
+def test_a_recorded_turn_is_not_run_again_after_a_holder_took_its_claim_over_and_died(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    """The holder that recorded the turn died before closing the claim; the next one took
+    the claim over (a new run id) and died too. The turn is still done: an outcome finished
+    after the turn was queued is the claim's, whoever recorded it."""
+    with flow_for(tmp_path, world, policy=POLICY) as flow:
+        flow.open_issue()
+        flow.step()
+        [run] = flow.d.db.runs.for_issue(1)
+        with flow.d.db.engine.begin() as conn:
+            conn.execute(
+                text(
+                    "UPDATE turn_claims SET finished_at = NULL, owner = NULL, "
+                    "run_id = 'took-over-and-died'"
+                )
+            )
+        with capture_logs() as logs:
+            d = flow.d
+            d.parts.claimer.claim_ready(
+                view=d.view, agents=d.agents, source=d.repo_source(), turns=d.parts.turns
+            )
+            assert d.wait_idle(30)
+        assert [e["event"] for e in logs if e["event"] == "claim_already_recorded"] == [
+            "claim_already_recorded"
+        ]
+        assert [r.run_id for r in flow.d.db.runs.for_issue(1)] == [run.run_id]
+        assert flow.d.db.claims.open(world.repo) == []
