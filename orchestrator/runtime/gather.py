@@ -60,6 +60,16 @@ SWEEP_SHARE = 0.5
 FIRST_READ_POINTS = 0.52
 # Units of each budget (REST, GraphQL) one workpad recovery costs, about.
 RECOVERY_UNITS = 2.0
+# So few things to read once are read at once, as ordinary polling: new issues, a restart
+# over a small repository. Only more than this is a catch-up paced to the budget.
+SMALL_CATCH_UP = 20
+
+
+def _paced(pacer: Pacer, count: int, per_interval: int, interval_s: float) -> int:
+    """How many of ``count`` things to read once this tick may read."""
+    if count <= SMALL_CATCH_UP and per_interval > 0:
+        return count
+    return pacer.allow(per_interval, interval_s)
 
 
 @dataclass
@@ -205,7 +215,7 @@ class SnapshotBuilder:
             interval_s=view.interval_s,
             now=now,
         )
-        first = unread[: self._pacers["pulls"].allow(per_interval, view.interval_s)]
+        first = unread[: _paced(self._pacers["pulls"], len(unread), per_interval, view.interval_s)]
         due = first + (self.sweep.slice(resting) if not unread else [])
         swept: list[int] = []
         behind = False
@@ -359,7 +369,7 @@ class SnapshotBuilder:
             )
             for resource in ("core", "graphql")
         )
-        allowed = self._pacers["workpads"].allow(per_interval, view.interval_s)
+        allowed = _paced(self._pacers["workpads"], len(unknown), per_interval, view.interval_s)
         done = 0
         for ref in unknown:
             if done >= allowed or (done and time.monotonic() > deadline):
@@ -378,7 +388,7 @@ class SnapshotBuilder:
             allowed=per_interval,
             interval_s=view.interval_s,
         )
-        if left and not allowed:
+        if left and not per_interval:
             log.warning(
                 "catch_up_paused",
                 left=len(left),
