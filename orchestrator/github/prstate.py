@@ -147,26 +147,26 @@ class PRStatePoller:
         fingerprints = fetch_fingerprints(self._client, repo, numbers)
         found: dict[int, PullRequest] = {}
         unknown: dict[int, dict[str, Any]] = {}
+        hashes = {number: fingerprint_hash(node) for number, node in fingerprints.items()}
         for number, node in fingerprints.items():
             remembered = memo.get(number)
             if (
                 remembered is not None
                 and fingerprint_is_whole(node)
-                and remembered[0] == fingerprint_hash(node)
+                and remembered[0] == hashes[number]
             ):
                 found[number] = remembered[1]
             else:
                 unknown[number] = node
         states, changed = reusable_states(self._cache, repo, unknown)
         for number, node in states.items():
-            fingerprint = fingerprint_hash(unknown[number])
-            found[number] = self._remember(memo, repo, number, fingerprint, node)
+            found[number] = self._remember(memo, repo, number, hashes[number], node)
         if changed:
             fresh = fetch_states(self._client, repo, changed)
             now = self._clock()
             entries = []
             for number, node in fresh.items():
-                fingerprint = fingerprint_hash(fingerprints[number])
+                fingerprint = hashes[number]
                 updated = _time(fingerprints[number].get("updatedAt"))
                 if (now - updated).total_seconds() < SETTLE_S:
                     fingerprint = _UNSETTLED + fingerprint
