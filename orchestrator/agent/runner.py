@@ -141,6 +141,10 @@ class _Progress:
     retries: int = 0
 
 
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 class AgentRunner:
     """Runs agent turns with one set of settings; create one per policy version.
 
@@ -158,8 +162,11 @@ class AgentRunner:
         log_dir: Path,
         on_event: EventListener | None = None,
         registry: ProcessRegistry | None = None,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         self.settings = settings
+        # When a turn starts and ends (the replica's own time; tests set it off).
+        self.clock = clock or _utc_now
         self.hooks = hooks
         self.environment = environment
         self.log_dir = log_dir
@@ -209,7 +216,7 @@ class AgentTurn:
         """
         if not self._started.acquire(blocking=False):
             raise RuntimeError(f"turn {self.run_id} was already run")
-        started_at = datetime.now(UTC)
+        started_at = self.runner.clock()
         files = self._prepare()
         git_env = self.runner.environment.build().variables
         hook_env = self.runner.environment.build(files.variables).variables
@@ -264,7 +271,7 @@ class AgentTurn:
             message=redact_text(message),
             exit_code=exit_code,
             started_at=started_at,
-            finished_at=datetime.now(UTC),
+            finished_at=self.runner.clock(),
             duration_s=time.monotonic() - progress.started,
             events=progress.events,
             malformed_lines=progress.malformed,

@@ -25,6 +25,7 @@ from orchestrator.domain.outcomes import (
     blocked_question,
     failure_reason,
     fresh_outcome,
+    in_this_visit,
     threads_to_answer,
     turn_failure,
 )
@@ -119,7 +120,7 @@ def _withdraw_rework(ctx: IssueContext) -> IssueDecision | None:
         ctx.record.last_outcome is not None
         and (
             ctx.record.last_outcome.phase is Phase.REWORK
-            and ctx.record.last_outcome.finished_at >= ctx.record.phase_since
+            and in_this_visit(ctx.record.last_outcome, ctx.record)
         )
     ):
         return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from orchestrator.domain import effects
 from orchestrator.domain.flow import IssueContext, IssueDecision, move, resume_target, wait
 from orchestrator.domain.gates import qualifies_as_human
-from orchestrator.domain.outcomes import blocked_question
+from orchestrator.domain.outcomes import asked_before_this_visit, blocked_question
 from orchestrator.domain.phases import Phase, WaitingReason, is_allowed
 from orchestrator.domain.snapshot import PRStatus
 
@@ -47,7 +47,7 @@ def decide_blocked(ctx: IssueContext) -> IssueDecision:
     decision = wait(ctx, _waiting_text(reason), reason)
     last = record.last_outcome
     question = blocked_question(last) if last is not None else None
-    if question is not None and last is not None and last.finished_at <= record.phase_since:
+    if question is not None and last is not None and asked_before_this_visit(last, record):
         comment = effects.blocked_question_comment(ctx, last.run_id, question)
         if not ctx.completed(comment.idempotency_key):
             decision.effects.append(comment)

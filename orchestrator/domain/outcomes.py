@@ -47,9 +47,27 @@ def fresh_outcome(record: StoredRecord) -> AgentOutcome | None:
     outcome = record.last_outcome
     if outcome is None or outcome.phase is not record.phase:
         return None
-    if outcome.finished_at < record.phase_since:
-        return None
-    return outcome
+    return outcome if in_this_visit(outcome, record) else None
+
+
+def in_this_visit(outcome: AgentOutcome, record: StoredRecord) -> bool:
+    """Whether the turn ran in the record's current visit of its phase.
+
+    The visit is named by the time it began, as written by the replica that moved
+    the phase, and compared for equality: the replica that ran the turn may keep
+    another time. Outcomes recorded before visits were kept fall back to comparing
+    the turn's end with the visit's start.
+    """
+    if outcome.visit is not None:
+        return outcome.visit == record.phase_since
+    return outcome.finished_at >= record.phase_since
+
+
+def asked_before_this_visit(outcome: AgentOutcome, record: StoredRecord) -> bool:
+    """Whether the turn ran before the record's current visit (the one that led to it)."""
+    if outcome.visit is not None:
+        return outcome.visit != record.phase_since
+    return outcome.finished_at <= record.phase_since
 
 
 def blocked_question(outcome: AgentOutcome) -> BlockedQuestion | None:

@@ -13,7 +13,12 @@ from datetime import datetime
 from types import MappingProxyType
 
 from orchestrator.domain.actions import Dispatch, Observe, SideEffect, SideEffectKind, Transition
-from orchestrator.domain.outcomes import rework_contract_error, threads_to_answer, turn_failure
+from orchestrator.domain.outcomes import (
+    in_this_visit,
+    rework_contract_error,
+    threads_to_answer,
+    turn_failure,
+)
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.results import FixSummary, FixTargetKind
@@ -66,7 +71,7 @@ def apply_transition(record: StoredRecord, transition: Transition, now: datetime
             last is not None
             and last.phase is Phase.REWORK
             and last.committed
-            and last.finished_at >= record.phase_since
+            and in_this_visit(last, record)
         ):
             # The turn's commits are never pushed: the next turn starts from the PR's head.
             last = replace(last, discarded=True)

@@ -134,6 +134,13 @@ class AgentOutcome:
     discarded: bool = False
     # Why the agent process failed, in one line (its own last error, or its stderr).
     reason: str | None = None
+    # The turn claim it was recorded under (None: recorded without one, or before claims
+    # were kept): a replica taking the claim over knows the turn is done from this alone.
+    claim_id: int | None = None
+    # The visit of the phase the turn ran in: the record's ``phase_since`` when the turn
+    # started (None: not known). Compared for equality only, never with a clock: the
+    # replica that ran the turn may keep another time than the one that moved the phase.
+    visit: datetime | None = None
 
     @property
     def committed(self) -> bool:

@@ -208,15 +208,14 @@ class TurnClaimer:
             return False
         recorded = row.record.last_outcome
         if recorded is not None and (
-            recorded.run_id == claimed.previous_run_id
-            or (claimed.queued_at is not None and recorded.finished_at >= claimed.queued_at)
+            recorded.run_id == claimed.previous_run_id or recorded.claim_id == claimed.claim_id
         ):
             # A previous holder recorded the turn and died before closing the claim: the
             # turn is done. Running it again would repeat the agent's work (and its commits);
             # the leader plans what comes next from the record. The recording holder need
-            # not be the last one: a holder that took the claim over and died before it
-            # closed it left its own run id, so an outcome finished after the turn was
-            # queued counts too.
+            # not be the last one (a holder that took the claim over may have died before
+            # closing it, leaving its own run id), so the claim the outcome was recorded
+            # under counts too. Never judged by time: the replicas' clocks may disagree.
             log.info("claim_already_recorded", issue=claimed.number, run_id=claimed.previous_run_id)
             self.db.claims.finish(claimed.claim_id, self.replica_id, now=now)
             return False

@@ -162,13 +162,14 @@ class SideEffectGate:
                 now=self.clock(),
             )
             raise
-        # (e) the result.
+        # (e) the result, logged before it is recorded: GitHub has it even if the database
+        # went away meanwhile (the intent then stays open and is re-checked before a retry).
         if result.ok:
-            self.db.outbox.complete(key, result=dict(result.data), now=self.clock())
             log.info("side_effect", kind=kind, key=key, mode=mode.value)
+            self.db.outbox.complete(key, result=dict(result.data), now=self.clock())
         else:
-            self.db.outbox.fail(key, error={"error": result.error}, now=self.clock())
             log.warning("side_effect_failed", kind=kind, key=key, error=result.error)
+            self.db.outbox.fail(key, error={"error": result.error}, now=self.clock())
         verdict = Verdict.DONE if result.ok else Verdict.FAILED
         return GateOutcome(verdict, self._fold(request, result), result, result.error or "")
 

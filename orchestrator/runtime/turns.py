@@ -75,7 +75,7 @@ from orchestrator.runtime.turn_commits import with_turn_commits
 from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView
 from orchestrator.runtime.workers import TurnSlot, WorkerPool
 from orchestrator.store.database import Database
-from orchestrator.store.fencing import Fence, FenceLost
+from orchestrator.store.fencing import Fence, FenceKind, FenceLost
 from orchestrator.store.outage import DatabaseHealth, is_unreachable
 from orchestrator.workflow import PromptIssue, PromptRenderError, PromptWorkspace
 
@@ -477,6 +477,10 @@ class TurnRunner:
     def _store(self, job: TurnJob, outcome: AgentOutcome) -> RecordRow | None:
         threads = job.pr.threads if job.pr is not None else ()
         flow = job.view.flow
+        if job.fence is not None and job.fence.kind is FenceKind.CLAIM:
+            outcome = replace(outcome, claim_id=int(job.fence.key))
+        if outcome.visit is None:
+            outcome = replace(outcome, visit=job.record.phase_since)
         return self.records.update(
             job.issue_id,
             lambda record: record_outcome(record, outcome, flow, threads, self.github.login),

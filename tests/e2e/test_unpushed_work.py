@@ -10,6 +10,8 @@ attempt finds the work already done and commits nothing more.
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -157,3 +159,52 @@ def test_a_recorded_turn_is_not_run_again_after_a_holder_took_its_claim_over_and
         ]
         assert [r.run_id for r in flow.d.db.runs.for_issue(1)] == [run.run_id]
         assert flow.d.db.claims.open(world.repo) == []
+
+
+def test_a_turn_recorded_by_a_replica_whose_clock_runs_ahead_does_not_stop_the_next_turn(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    """Whether a claim's turn is already recorded is judged by the claim the outcome was
+    recorded under, never by time: an outcome stamped an hour ahead (its replica's clock
+    runs fast) is not taken for the next turn's."""
+    with flow_for(tmp_path, world, policy=POLICY) as flow:
+        number = flow.open_issue()
+        flow.step()
+        row = flow.d.records.get(flow.ref(number))
+        assert row is not None and row.record.last_outcome is not None
+        first = row.record.last_outcome
+        assert first.claim_id is not None
+        flow.d.records.update(
+            row.issue_id,
+            lambda record: replace(
+                record,
+                last_outcome=replace(first, finished_at=first.finished_at + timedelta(hours=1)),
+            ),
+            now=datetime.now(UTC),
+        )
+        with capture_logs() as logs:
+            flow.run(
+                lambda: len(flow.d.db.runs.for_issue(1)) >= 2, max_ticks=10, what="the review turn"
+            )
+        assert not [e for e in logs if e["event"] == "claim_already_recorded"]
+        record = flow.record(number)
+        assert record is not None and record.last_outcome is not None
+        assert record.last_outcome.claim_id not in (None, first.claim_id)
+
+
+def test_a_turn_recorded_by_a_replica_whose_clock_runs_behind_moves_the_flow_once(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    """Whether an outcome belongs to the phase's current visit is judged by the visit it
+    ran in, never by comparing clocks: turns stamped a minute behind the leader's clock
+    move the flow once, and are not run again as if they had never been recorded."""
+    with flow_for(tmp_path, world, policy=POLICY) as flow:
+
+        def behind() -> datetime:
+            return datetime.now(UTC) - timedelta(minutes=1)
+
+        flow.d.parts.turns.clock = behind
+        flow.d.agents.runner.clock = behind
+        flow.to_waiting_for_human()
+        runs = flow.d.db.runs.for_issue(1)
+        assert sorted(r.phase for r in runs) == ["implementing", "reviewing"]
