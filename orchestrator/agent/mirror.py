@@ -22,7 +22,7 @@ import fcntl
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -104,10 +104,19 @@ class MirrorStore:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def update(self, source: RepoSource, *, cancel: threading.Event | None = None) -> Path:
+    def update(
+        self,
+        source: RepoSource,
+        *,
+        cancel: threading.Event | None = None,
+        branches: Sequence[str] | None = None,
+    ) -> Path:
         """Create the mirror of ``source`` if it is missing, then fetch; return its path.
 
-        Call inside :meth:`locked` when the caller also reads the mirror.
+        With ``branches``, only those and the remote's default branch are fetched (a
+        repository may have thousands of branches); one the remote no longer has is
+        removed from the mirror. Without, every branch is. Call inside :meth:`locked`
+        when the caller also reads the mirror.
         """
         path = self.path_for(source)
         if path.exists() and not _looks_like_a_repository(path):
@@ -118,7 +127,7 @@ class MirrorStore:
         if created:
             self._create(path)
         try:
-            head = self._fetch_into(path, source, cancel)
+            head = self._fetch_into(path, source, cancel, branches)
         except GitError:
             if created:
                 # A mirror that never got anything is not left behind half made.
@@ -142,35 +151,70 @@ class MirrorStore:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
 
-    def _fetch_into(self, path: Path, source: RepoSource, cancel: threading.Event | None) -> str:
-        """Fetch the remote's branches into the mirror; return what ``ls-remote`` says of HEAD."""
+    def _fetch_into(
+        self,
+        path: Path,
+        source: RepoSource,
+        cancel: threading.Event | None,
+        branches: Sequence[str] | None,
+    ) -> str:
+        """Fetch the remote's branches (all, or ``branches`` and the default one) into the
+        mirror; return what ``ls-remote`` says of HEAD."""
+        credentials = source.credentials()
         with self.scratch(path) as repo:
-            self._git(
-                ["fetch", "--quiet", "--no-tags", source.clean_url, "+refs/heads/*:refs/heads/*"],
-                repo,
-                credentials=source.credentials(),
-                cancel=cancel,
-            )
+            if branches is None:
+                self._git(
+                    [
+                        "fetch",
+                        "--quiet",
+                        "--no-tags",
+                        source.clean_url,
+                        "+refs/heads/*:refs/heads/*",
+                    ],
+                    repo,
+                    credentials=credentials,
+                    cancel=cancel,
+                )
             head = self._git(
-                ["ls-remote", "--symref", source.clean_url, "HEAD"],
+                [
+                    "ls-remote",
+                    "--symref",
+                    source.clean_url,
+                    "HEAD",
+                    *(f"refs/heads/{name}" for name in branches or ()),
+                ],
                 repo,
-                credentials=source.credentials(),
+                credentials=credentials,
                 cancel=cancel,
             )
+            if branches is None:
+                specs = ["+refs/heads/*:refs/heads/*"]
+                gone: list[str] = []
+            else:
+                default = _default_branch_of(head)
+                # HEAD names the default branch, which the patterns may not list.
+                present = _branches_of(head) | ({default} if default else set())
+                wanted = list(dict.fromkeys([*([default] if default else []), *branches]))
+                specs = [f"+refs/heads/{n}:refs/heads/{n}" for n in wanted if n in present]
+                gone = [n for n in wanted if n not in present and n != default]
+                if specs:
+                    self._git(
+                        ["fetch", "--quiet", "--no-tags", source.clean_url, *specs],
+                        repo,
+                        credentials=credentials,
+                        cancel=cancel,
+                    )
             # The mirror takes objects and branches from the scratch repository over
             # file://: no credential, no remote of the mirror's own config involved.
-            self._git(
-                [
-                    "fetch",
-                    "--quiet",
-                    "--prune",
-                    "--no-tags",
-                    file_url(repo),
-                    "+refs/heads/*:refs/heads/*",
-                ],
-                path,
-                cancel=cancel,
-            )
+            if specs:
+                prune = ["--prune"] if branches is None else []
+                self._git(
+                    ["fetch", "--quiet", *prune, "--no-tags", file_url(repo), *specs],
+                    path,
+                    cancel=cancel,
+                )
+            for name in gone:
+                self._git(["update-ref", "-d", f"refs/heads/{name}"], path, check=False)
         return head
 
     def default_branch(self, path: Path) -> str:
@@ -281,6 +325,16 @@ def _looks_like_a_repository(path: Path) -> bool:
         and (path / "objects").is_dir()
         and (path / "refs").is_dir()
     )
+
+
+def _branches_of(ls_remote: str) -> set[str]:
+    """The branch names an ``ls-remote`` listing holds."""
+    found = set()
+    for line in ls_remote.splitlines():
+        _, _, ref = line.partition("\t")
+        if not line.startswith("ref: ") and ref.startswith("refs/heads/"):
+            found.add(ref[len("refs/heads/") :])
+    return found
 
 
 def _default_branch_of(ls_remote: str) -> str | None:

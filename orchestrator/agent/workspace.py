@@ -126,7 +126,8 @@ class WorkspaceManager:
             if path.exists():
                 return self._reuse(issue, key, path, branch, source)
             with self.mirrors.locked(source) as mirror:
-                self.mirrors.update(source, cancel=cancel)
+                wanted = [self.settings.base_branch] if self.settings.base_branch else []
+                self.mirrors.update(source, cancel=cancel, branches=[*wanted, branch])
                 base = self.settings.base_branch or self.mirrors.default_branch(mirror)
                 if not git_ok(
                     ["rev-parse", "--verify", "--quiet", f"refs/heads/{base}"],
@@ -331,7 +332,9 @@ class WorkspaceManager:
         )
         with self.mirrors.locked(source) as mirror:
             if not mirror.exists():
-                self.mirrors.update(source, cancel=cancel)
+                self.mirrors.update(
+                    source, cancel=cancel, branches=[workspace.base_branch, workspace.branch]
+                )
         self.mirrors.push_branch(
             source,
             workspace=path,

@@ -30,6 +30,7 @@ from apscheduler.events import JobExecutionEvent
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from orchestrator.agent import RepoSource, SettingsError
+from orchestrator.domain.snapshot import IssueRef
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.errors import RateLimited
 from orchestrator.github.retry import RetryPolicy
@@ -143,6 +144,8 @@ class Daemon:
         self._tick_lock = threading.Lock()
         self._request_lock = threading.Lock()
         self._pending = False
+        # What the pending tick is to look at: None, everything; else only these issues.
+        self._focus: set[IssueRef] | None = None
         self._ticking = False
         self._stop = threading.Event()
         self._ready = threading.Event()
@@ -305,6 +308,7 @@ class Daemon:
     def request_tick(self) -> bool:
         """Ask for a tick now; False when one is already pending (the requests coalesce)."""
         with self._request_lock:
+            self._focus = None
             if self._pending:
                 return False
             self._pending = True
@@ -333,12 +337,15 @@ class Daemon:
 
     # ================================================================= ticks
 
-    def tick(self) -> TickReport | None:
-        """Run one tick now in the calling thread (None when it was skipped or failed)."""
-        with self._tick_lock:
-            return self._tick_once()
+    def tick(self, only: frozenset[IssueRef] | None = None) -> TickReport | None:
+        """Run one tick now in the calling thread (None when it was skipped or failed).
 
-    def _tick_once(self) -> TickReport | None:
+        With ``only``, a follow-up tick over those issues alone (see :meth:`Tick.run`).
+        """
+        with self._tick_lock:
+            return self._tick_once(only)
+
+    def _tick_once(self, only: frozenset[IssueRef] | None = None) -> TickReport | None:
         self._refresh_policy()
         now = self.clock()
         if self.rate_limited_until is not None:
@@ -368,6 +375,7 @@ class Daemon:
                 now=now,
                 dispatching=not self._stopping,
                 fence=leadership.fence,
+                only=only,
             )
         except RateLimited as limited:
             self._rate_limited(limited)
@@ -395,8 +403,9 @@ class Daemon:
         if report.execution.rate_limited is not None:
             self._rate_limited(report.execution.rate_limited)
         elif report.execution.changed:
-            # What was just done (a push, a PR, a transition) lets the next step be planned now.
-            self._ask_again()
+            # What was just done (a push, a PR, a transition) lets the next step be planned
+            # now, for the issues it changed.
+            self._ask_again(report.execution.touched)
         return report
 
     def _rate_limited(self, limited: RateLimited) -> None:
@@ -409,9 +418,14 @@ class Daemon:
             route=limited.route,
         )
 
-    def _ask_again(self) -> None:
+    def _ask_again(self, issues: set[IssueRef]) -> None:
+        """Ask for a follow-up tick over ``issues`` (a whole tick, if one is pending)."""
         with self._request_lock:
-            self._pending = True
+            if not self._pending:
+                self._pending = True
+                self._focus = set(issues)
+            elif self._focus is not None:
+                self._focus |= issues
 
     def _claim(self) -> int:
         """Start queued turns in this replica's free threads; pass cancellations on."""
@@ -512,8 +526,12 @@ class Daemon:
         try:
             while not self._stop.is_set():
                 with self._request_lock:
+                    # The scheduled tick looks at everything; a follow-up asked for by a
+                    # tick's changes only at the issues it changed.
+                    focus = self._focus if chained else None
                     self._pending = False
-                self.tick()
+                    self._focus = None
+                self.tick(frozenset(focus) if focus is not None else None)
                 chained += 1
                 with self._request_lock:
                     again = self._pending and chained < MAX_CHAINED_TICKS

@@ -57,6 +57,8 @@ class ExecutionReport:
     rate_limited: RateLimited | None = None
     # The tick's poll lease was found lost at a write: the rest of the plan was dropped.
     fenced: bool = False
+    # The issues a transition or a write changed: the follow-up tick looks at these only.
+    touched: set[IssueRef] = field(default_factory=set)
 
     @property
     def changed(self) -> bool:
@@ -182,6 +184,7 @@ class Executor:
             assert updated is not None
             run.rows[action.issue] = updated
             run.report.transitions += 1
+            run.report.touched.add(action.issue)
             if action.to_phase is Phase.DONE:
                 self._remove_workspace(action.issue, row, run.agents)
             return
@@ -216,6 +219,7 @@ class Executor:
             run.rows[action.issue] = outcome.row
         if outcome.verdict is Verdict.DONE:
             run.report.effects_done += 1
+            run.report.touched.add(action.issue)
         elif outcome.verdict is Verdict.FAILED:
             run.report.effects_failed += 1
             run.failed.add(action.issue)

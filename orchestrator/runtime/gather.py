@@ -99,8 +99,19 @@ class SnapshotBuilder:
         self.catching_up: dict[str, CatchUp] = {}
         self._pacers = {"workpads": Pacer(), "pulls": Pacer()}
 
-    def build(self, view: PolicyView, now: datetime, running: tuple[RunningAgent, ...]) -> Gathered:
-        """Read everything one plan needs; raises RateLimited when the budget is spent."""
+    def build(
+        self,
+        view: PolicyView,
+        now: datetime,
+        running: tuple[RunningAgent, ...],
+        only: frozenset[IssueRef] | None = None,
+    ) -> Gathered:
+        """Read everything one plan needs; raises RateLimited when the budget is spent.
+
+        With ``only``, the snapshot holds those issues alone (a follow-up of what a tick
+        just changed): their pull requests are read now, and the passive sweep, catching
+        up and workpad recovery wait for the next whole tick.
+        """
         github = self.github
         repo = view.repo
         # Labels are as fresh as the first read that brought them, not as the moment noted.
@@ -112,10 +123,15 @@ class SnapshotBuilder:
         # the rest of a large tick must not leave the sweep one batch per tick.
         budget_s = view.interval_s * SWEEP_SHARE
         # Issues whose record or pull request is still to be read once: left out of this plan.
-        pending = self._recover(view, candidates, rows, now, time.monotonic() + budget_s)
+        pending = (
+            self._recover(view, candidates, rows, now, time.monotonic() + budget_s)
+            if only is None
+            else set()
+        )
         live = {ref: row for ref, row in rows.items() if row.record.phase is not Phase.DONE}
-        for number in [n for n in self._comment_memo if IssueRef(repo, n) not in live]:
-            del self._comment_memo[number]
+        if only is None:
+            for number in [n for n in self._comment_memo if IssueRef(repo, n) not in live]:
+                del self._comment_memo[number]
         missing = [ref for ref in live if ref not in candidates]
         refreshed = github.tracker.refresh_by_ids(missing)
         issues: dict[IssueRef, TrackedIssue] = {**candidates, **refreshed}
@@ -124,11 +140,15 @@ class SnapshotBuilder:
         repo_stop = view.flow.repo_kill_switch_label
         stopped = bool(carriers.get(repo_stop))
         self.switches.note_repo(repo, stopped, read_at=read_at)
-        moved = github.feed.changes()
-        prs, unread = self._pull_requests(
-            view, issues, live, carriers, moved=moved, budget_s=budget_s, now=now
-        )
-        pending |= unread
+        if only is None:
+            moved = github.feed.changes()
+            prs, unread = self._pull_requests(
+                view, issues, live, carriers, moved=moved, budget_s=budget_s, now=now
+            )
+            pending |= unread
+        else:
+            issues = {ref: issue for ref, issue in issues.items() if ref in only}
+            prs = self._focused_pull_requests(view, issues, live, carriers)
 
         items: list[IssueSnapshot] = []
         for ref, tracked in issues.items():
@@ -167,6 +187,73 @@ class SnapshotBuilder:
 
     # --------------------------------------------------------- pull requests
 
+    @staticmethod
+    def _by_phase(
+        issues: dict[IssueRef, TrackedIssue], rows: dict[IssueRef, RecordRow]
+    ) -> tuple[dict[int, IssueRef], dict[int, IssueRef], dict[int, IssueRef]]:
+        """The pull requests to read, by number: (polled, fresh, passive)."""
+        polled: dict[int, IssueRef] = {}
+        fresh: dict[int, IssueRef] = {}
+        passive: dict[int, IssueRef] = {}
+        for ref in issues:
+            row = rows.get(ref)
+            if row is None or row.record.workpad.pr is None:
+                continue
+            phase = row.record.phase
+            target = (
+                fresh
+                if phase in FRESH_PR_PHASES
+                else passive
+                if phase in PASSIVE_PR_PHASES
+                else polled
+            )
+            target[row.record.workpad.pr.number] = ref
+        return polled, fresh, passive
+
+    def _focused_pull_requests(
+        self,
+        view: PolicyView,
+        issues: dict[IssueRef, TrackedIssue],
+        rows: dict[IssueRef, RecordRow],
+        carriers: dict[str, frozenset[int]],
+    ) -> dict[IssueRef, PullRequest]:
+        """The pull requests of a few issues, each read now (a passive one too)."""
+        polled, fresh, passive = self._by_phase(issues, rows)
+        states = self.github.poller().poll(view.repo, sorted({**polled, **passive}), self._pr_memo)
+        states.update(self._fresh_states(view, fresh))
+        return self._found(states, {**fresh, **passive, **polled}, rows, carriers)
+
+    def _fresh_states(self, view: PolicyView, fresh: dict[int, IssueRef]) -> dict[int, PullRequest]:
+        """Pull requests about to merge, read uncached."""
+        github = self.github
+        states: dict[int, PullRequest] = {}
+        for number in sorted(fresh):
+            state = inspect_pr_state(github.client, view.repo, number, github.actor)
+            if state is not None:
+                states[number] = state
+        return states
+
+    @staticmethod
+    def _found(
+        states: dict[int, PullRequest],
+        refs: dict[int, IssueRef],
+        rows: dict[IssueRef, RecordRow],
+        carriers: dict[str, frozenset[int]],
+    ) -> dict[IssueRef, PullRequest]:
+        """Each state read, as its issue's pull request with the labels the feed holds."""
+        found: dict[IssueRef, PullRequest] = {}
+        for number, state in states.items():
+            ref = refs[number]
+            recorded = rows[ref].record.workpad.pr
+            labels = frozenset(label for label, numbers in carriers.items() if number in numbers)
+            found[ref] = replace(
+                state,
+                url=recorded.url if recorded is not None else state.url,
+                labels=labels,
+                head_branch=rows[ref].record.workpad.branch,
+            )
+        return found
+
     def _pull_requests(
         self,
         view: PolicyView,
@@ -178,22 +265,7 @@ class SnapshotBuilder:
         budget_s: float,
         now: datetime,
     ) -> tuple[dict[IssueRef, PullRequest], set[IssueRef]]:
-        polled: dict[int, IssueRef] = {}
-        fresh: dict[int, IssueRef] = {}
-        passive: dict[int, IssueRef] = {}
-        for ref, row in rows.items():
-            pr_ref = row.record.workpad.pr
-            if ref not in issues or pr_ref is None:
-                continue
-            phase = row.record.phase
-            target = (
-                fresh
-                if phase in FRESH_PR_PHASES
-                else passive
-                if phase in PASSIVE_PR_PHASES
-                else polled
-            )
-            target[pr_ref.number] = ref
+        polled, fresh, passive = self._by_phase(issues, rows)
         github = self.github
         poller = github.poller()
         memo = self._pr_memo
@@ -242,23 +314,10 @@ class SnapshotBuilder:
             allowed=per_interval,
             interval_s=view.interval_s,
         )
-        for number in sorted(fresh):
-            state = inspect_pr_state(github.client, view.repo, number, github.actor)
-            if state is not None:
-                states[number] = state
-        found: dict[IssueRef, PullRequest] = {}
+        states.update(self._fresh_states(view, fresh))
         for number in still_unread:
             states.pop(number, None)
-        for number, state in states.items():
-            ref = polled.get(number) or passive.get(number) or fresh[number]
-            recorded = rows[ref].record.workpad.pr
-            labels = frozenset(label for label, numbers in carriers.items() if number in numbers)
-            found[ref] = replace(
-                state,
-                url=recorded.url if recorded is not None else state.url,
-                labels=labels,
-                head_branch=rows[ref].record.workpad.branch,
-            )
+        found = self._found(states, {**fresh, **passive, **polled}, rows, carriers)
         return found, {passive[n] for n in still_unread}
 
     # ------------------------------------------------------ events, comments

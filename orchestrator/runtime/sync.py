@@ -76,7 +76,7 @@ def sync_to_head(
         return
     if not ok("cat-file", "-e", f"{head_sha}^{{commit}}"):
         with workspaces.mirrors.locked(source) as mirror:
-            workspaces.mirrors.update(source)
+            workspaces.mirrors.update(source, branches=[workspace.branch])
             git(
                 "fetch",
                 "--quiet",

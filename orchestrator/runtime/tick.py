@@ -13,6 +13,7 @@ from datetime import datetime
 
 from orchestrator.agent import RepoSource
 from orchestrator.domain.planner import plan
+from orchestrator.domain.snapshot import IssueRef
 from orchestrator.logs import get_logger
 from orchestrator.runtime.claimer import TurnClaimer
 from orchestrator.runtime.executor import ExecutionReport, Executor
@@ -54,14 +55,22 @@ class Tick:
         now: datetime,
         dispatching: bool,
         fence: Fence | None = None,
+        only: frozenset[IssueRef] | None = None,
     ) -> TickReport:
-        """One tick; raises RateLimited when GitHub's budget is spent while reading."""
+        """One tick; raises RateLimited when GitHub's budget is spent while reading.
+
+        With ``only``, a follow-up tick: those issues alone are read, planned and acted
+        on (what the previous tick changed), so a move that enables the next one (ready
+        to merge, then the merge) is not held up by a whole pass over every issue.
+        """
         started = time.monotonic()
         # Turns run on any replica: the open claims in the database are the running ones.
-        gathered = self.builder.build(view, now, self.claimer.running(view.repo))
+        gathered = self.builder.build(view, now, self.claimer.running(view.repo), only)
         snapshot = gathered.snapshot
         reconciled = 0
         for stale in stale_turns(snapshot, view.flow):
+            if only is not None and stale.issue not in only:
+                continue  # not in this snapshot, not gone
             if self.claimer.cancel(stale.issue, stale.reason):
                 reconciled += 1
         actions = plan(snapshot, view.flow, now)
@@ -93,6 +102,7 @@ class Tick:
             refused=execution.refused,
             dispatched=execution.dispatched,
             duration_ms=round(report.duration_s * 1000),
+            focus=len(only) if only is not None else None,
             catching_up="; ".join(c.describe() for c in self.builder.catching_up.values() if c.left)
             or None,
         )

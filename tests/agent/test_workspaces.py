@@ -215,7 +215,7 @@ def test_an_unknown_base_branch_is_a_clear_error(harness: Harness) -> None:
 
 def test_an_unreachable_repository_leaves_nothing_behind(harness: Harness, tmp_path: Path) -> None:
     manager = harness.manager()
-    with pytest.raises(WorkspaceError, match="fetch"):
+    with pytest.raises(WorkspaceError, match="does not appear to be a git repository"):
         manager.ensure(IssueRef("acme/widgets#7", 7, "x"), RepoSource(str(tmp_path / "missing")))
     assert not manager.exists("acme/widgets#7")
     assert list(manager.mirrors.root.glob("*.git")) == []
@@ -375,3 +375,31 @@ def test_publish_pushes_through_the_mirror_with_the_token(
     assert _files_containing(harness.root, TOKEN) == []
     assert git(workspace.path, "rev-parse", f"origin/{workspace.branch}") == sha
     assert "GITHUB_TOKEN" not in manager.agent_git_env()
+
+
+def test_a_workspace_fetches_only_its_branch_and_the_default_one(harness: Harness) -> None:
+    """A repository may have thousands of branches: the mirror takes the default branch
+    and the issue's own, and drops an issue branch the remote no longer has."""
+    remote = harness.origin
+    for name in ("someone/else", "orchestrator/9-other"):
+        git(remote, "branch", name, "main")
+    manager = harness.manager()
+    manager.ensure(IssueRef("acme/widgets#7", 7, "x"), harness.source)
+    mirror = manager.mirrors.path_for(harness.source)
+
+    def branches() -> list[str]:
+        return git(mirror, "for-each-ref", "--format=%(refname:short)", "refs/heads").split()
+
+    assert branches() == ["main"]
+    assert manager.mirrors.default_branch(mirror) == "main"
+
+    # The issue branch exists on the remote: the mirror takes it; once deleted, drops it.
+    git(remote, "branch", "orchestrator/8-y", "main")
+    manager.mirrors.update(harness.source, branches=["orchestrator/8-y"])
+    assert branches() == ["main", "orchestrator/8-y"]
+    git(remote, "branch", "-D", "orchestrator/8-y")
+    manager.mirrors.update(harness.source, branches=["orchestrator/8-y"])
+    assert branches() == ["main"]
+    # Without a list, every branch (as for a first look at the repository).
+    manager.mirrors.update(harness.source)
+    assert branches() == ["main", "orchestrator/9-other", "someone/else"]
