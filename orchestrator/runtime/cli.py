@@ -73,6 +73,7 @@ def run(
         grace_s=grace_seconds,
         replica_id=replica_id,
         lease_s=lease_seconds,
+        freeze_heap=True,
     )
     try:
         daemon.start()

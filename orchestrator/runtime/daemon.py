@@ -15,6 +15,7 @@ their runs and releases the leases; SIGHUP reloads the policy now.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
@@ -122,8 +123,12 @@ class Daemon:
         harden: bool = True,
         github_retry: RetryPolicy | None = None,
         clock: Callable[[], datetime] = _utc_now,
+        freeze_heap: bool = False,
     ) -> None:
         self.policy_path = Path(policy_path)
+        # Whether the process is the daemon's own (``orchestrator run``): then what the first
+        # whole tick read is moved out of the garbage collector's walks (gc.freeze).
+        self._freeze_heap = freeze_heap
         self._github_retry = github_retry
         self._db_flag = db_url
         self._port = port
@@ -144,6 +149,7 @@ class Daemon:
         self._tick_lock = threading.Lock()
         self._request_lock = threading.Lock()
         self._pending = False
+        self._heap_frozen = False
         # What the pending tick is to look at: None, everything; else only these issues.
         self._focus: set[IssueRef] | None = None
         self._ticking = False
@@ -395,6 +401,12 @@ class Daemon:
             self.cycle_costs.add(self.accounting.take_tick_units())
         self.last_tick_error = None
         self.last_tick_issues = report.issues
+        if self._freeze_heap and only is None and not self._heap_frozen and not self._catching_up():
+            # What the first whole tick read (records, pull request states, the issue feed)
+            # mostly lives as long as the process: the garbage collector stops walking it
+            # at every collection (at 10,000 issues that walking took about 15% of a tick).
+            gc.freeze()
+            self._heap_frozen = True
         self.db_health.succeeded()
         self.dispatches += report.execution.dispatched
         if report.execution.dispatched:
@@ -417,6 +429,9 @@ class Daemon:
             until=limited.reset_at.isoformat(),
             route=limited.route,
         )
+
+    def _catching_up(self) -> bool:
+        return any(c.left for c in self.parts.tick.builder.catching_up.values())
 
     def _ask_again(self, issues: set[IssueRef]) -> None:
         """Ask for a follow-up tick over ``issues`` (a whole tick, if one is pending)."""

@@ -150,7 +150,7 @@ class ScaleRun:
     # -------------------------------------------------------------- helpers
 
     def ticks(self) -> list[dict[str, Any]]:
-        return self.daemon.events("tick")
+        return self.daemon.whole_ticks()
 
     def wait_ticks(self, count: int) -> list[dict[str, Any]]:
         """The next ``count`` ticks (waits for them)."""

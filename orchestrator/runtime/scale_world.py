@@ -132,6 +132,10 @@ class DaemonProcess:
                 found.append(entry)
         return found
 
+    def whole_ticks(self) -> list[dict[str, Any]]:
+        """The logged whole ticks, oldest first (not the follow-ups over a few issues)."""
+        return [tick for tick in self.events("tick") if tick.get("focus") is None]
+
     def rss_kib(self) -> tuple[int, int]:
         """The process's resident memory now and at its peak (KiB)."""
         fields = {}

@@ -60,7 +60,7 @@ def test_a_thousand_waiting_pull_requests_miss_no_change_and_keep_the_budget(
         daemon = DaemonProcess(policy, world, tmp_path / "daemon.log")
 
         def ticks() -> int:
-            return len(daemon.events("tick"))
+            return len(daemon.whole_ticks())
 
         def wait_ticks(count: int) -> None:
             goal = ticks() + count
@@ -82,7 +82,7 @@ def test_a_thousand_waiting_pull_requests_miss_no_change_and_keep_the_budget(
             wait_for(
                 "the first read of every pull request",
                 lambda: (
-                    bool(daemon.events("tick")) and daemon.events("tick")[-1]["catching_up"] is None
+                    bool(daemon.whole_ticks()) and daemon.whole_ticks()[-1]["catching_up"] is None
                 ),
                 600,
             )
@@ -98,7 +98,7 @@ def test_a_thousand_waiting_pull_requests_miss_no_change_and_keep_the_budget(
             per_cycle = (billed() - before) / cycles
             assert per_cycle <= SIZE * 0.01, f"{per_cycle:.1f} units per cycle"
             assert len(control.writes()) == writes, "nothing to write while all wait"
-            planned = daemon.events("tick")[-1]
+            planned = daemon.whole_ticks()[-1]
             assert planned["issues"] == SIZE and planned["catching_up"] is None
 
             # 1%: a failing check on the head (no updated_at moves: the sweep finds them);
