@@ -86,8 +86,27 @@ def fetch_states(
     return {number: complete_state(client, repo, node) for number, node in nodes.items()}
 
 
+# Fields of a fingerprint that are also its own answer: GitHub recomputes them for every
+# open pull request whenever the base branch moves (unknown first, then known again), so
+# they are not part of the hash that decides whether the full state is read again; they
+# are laid over the state last read instead.
+MERGEABILITY = ("mergeable", "mergeStateStatus")
+
+
 def fingerprint_hash(node: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(node, sort_keys=True).encode()).hexdigest()
+    """The hash of a fingerprint without its mergeability (see :data:`MERGEABILITY`)."""
+    rest = {key: value for key, value in node.items() if key not in MERGEABILITY}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
+
+
+def _memo_key(fingerprint: str, node: dict[str, Any]) -> str:
+    """What a remembered state was decoded under: its fingerprint and mergeability."""
+    return "|".join([fingerprint, *(str(node.get(key)) for key in MERGEABILITY)])
+
+
+def _with_mergeability(state: dict[str, Any], fingerprint: dict[str, Any]) -> dict[str, Any]:
+    """The full state with the fingerprint's (newer) mergeability laid over it."""
+    return {**state, **{key: fingerprint.get(key) for key in MERGEABILITY if key in fingerprint}}
 
 
 def fingerprint_is_whole(node: dict[str, Any]) -> bool:
@@ -153,14 +172,22 @@ class PRStatePoller:
             if (
                 remembered is not None
                 and fingerprint_is_whole(node)
-                and remembered[0] == hashes[number]
+                and remembered[0] == _memo_key(hashes[number], node)
             ):
                 found[number] = remembered[1]
             else:
                 unknown[number] = node
         states, changed = reusable_states(self._cache, repo, unknown)
         for number, node in states.items():
-            found[number] = self._remember(memo, repo, number, hashes[number], node)
+            # Only the mergeability moved (or the memo was empty): no full read.
+            fingerprint = fingerprints[number]
+            found[number] = self._remember(
+                memo,
+                repo,
+                number,
+                _memo_key(hashes[number], fingerprint),
+                _with_mergeability(node, fingerprint),
+            )
         if changed:
             fresh = fetch_states(self._client, repo, changed)
             now = self._clock()
@@ -173,7 +200,8 @@ class PRStatePoller:
                 entries.append(
                     CacheEntry(state_key(repo, number), fingerprint, None, json.dumps(node))
                 )
-                found[number] = self._remember(memo, repo, number, fingerprint, node)
+                key = _memo_key(fingerprint, fingerprints[number])
+                found[number] = self._remember(memo, repo, number, key, node)
             self._cache.put_many(entries, now=now)
         return found
 

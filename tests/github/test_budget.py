@@ -93,3 +93,45 @@ def test_the_stores_cache_keeps_polls_cheap_across_a_restart(tmp_path: Path) -> 
                 ), life
             finally:
                 db.close()
+
+
+def test_a_base_branch_moving_costs_no_full_state_read_of_the_pull_requests_on_it(
+    tmp_path: Path,
+) -> None:
+    """GitHub works every open pull request's mergeability out again when its base moves
+    (unknown, then known): the fingerprint carries it, so no full state is read for it,
+    and the state returned has the fingerprint's mergeability."""
+    with running_world(tmp_path / "sim") as world:
+        control = world.control
+        control.push(world.repo, "b", {"f.txt": "1\n"}, as_user=world.human.login)
+        number = control.create_pull(world.repo, "T", "b", as_user=world.bot.login)
+        client = GitHubClient(world.url, world.bot.token)
+        clock = [datetime.now(UTC)]
+        poller = PRStatePoller(
+            client, client.cache, lambda login, t: Actor(login), clock=lambda: clock[0]
+        )
+
+        def poll() -> tuple[int, bool | None]:
+            before = client.accounting.requests["POST /graphql"]
+            state = poller.poll(world.repo, [number])[number]
+            return client.accounting.requests["POST /graphql"] - before, state.mergeable
+
+        # Settled: mergeability known, the state read under a settled fingerprint.
+        pull = world.github().get_repo(world.repo).get_pull(number)
+        while pull.mergeable is None:
+            time.sleep(0.05)
+            pull = world.github().get_repo(world.repo).get_pull(number)
+        clock[0] += timedelta(seconds=SETTLE_S + 1)
+        poll()
+        clock[0] += timedelta(seconds=SETTLE_S + 1)
+        assert poll() == (1, True)  # the fingerprint alone
+
+        # The base moves under it: unknown for a while, then a conflict.
+        control.push(world.repo, "main", {"f.txt": "2\n"}, as_user=world.human.login)
+        requests, mergeable = poll()
+        assert requests == 1 and mergeable in (None, False)
+        pull = world.github().get_repo(world.repo).get_pull(number)
+        while pull.mergeable is None:
+            time.sleep(0.05)
+            pull = world.github().get_repo(world.repo).get_pull(number)
+        assert poll() == (1, False)
