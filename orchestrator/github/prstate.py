@@ -180,13 +180,13 @@ class PRStatePoller:
         states, changed = reusable_states(self._cache, repo, unknown)
         for number, node in states.items():
             # Only the mergeability moved (or the memo was empty): no full read.
-            fingerprint = fingerprints[number]
+            seen = fingerprints[number]
             found[number] = self._remember(
                 memo,
                 repo,
                 number,
-                _memo_key(hashes[number], fingerprint),
-                _with_mergeability(node, fingerprint),
+                _memo_key(hashes[number], seen),
+                _with_mergeability(node, seen),
             )
         if changed:
             fresh = fetch_states(self._client, repo, changed)

@@ -20,6 +20,10 @@ import threading
 from bisect import bisect_left
 from dataclasses import dataclass
 
+from orchestrator.logs import get_logger
+
+log = get_logger(__name__)
+
 # Ticks a pass over the passive pull requests is spread over, unless the policy says.
 DEFAULT_SWEEP_SPREAD = 10
 
@@ -82,6 +86,11 @@ class PassiveSweep:
                 self._end_pass()
 
     def _end_pass(self) -> None:
+        if self._read:
+            # Every passive pull request was read once more since the pass began.
+            log.info(
+                "passive_sweep_pass", ticks=self._ticks, read=self._read, passive=self._passive
+            )
         self._last_pass_ticks = self._ticks
         self._ticks = 0
         self._read = 0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from random import Random
 
+from structlog.testing import capture_logs
+
 from orchestrator.runtime.sweep import PassiveSweep
 
 
@@ -17,7 +19,12 @@ def test_a_pass_reads_every_number_once_in_spread_ticks() -> None:
         sweep.done(passive, picked, behind=False)
         seen += picked
     last = sweep.slice(passive)
-    sweep.done(passive, last, behind=False)
+    with capture_logs() as logs:
+        sweep.done(passive, last, behind=False)
+    # The end of a pass is logged: everything waiting was read once more.
+    assert [(e["event"], e["ticks"], e["read"], e["passive"]) for e in logs] == [
+        ("passive_sweep_pass", 4, 10, 10)
+    ]
     assert sorted(seen + last) == passive
     status = sweep.status()
     assert (status.last_pass_ticks, status.read_this_pass, status.behind) == (4, 0, False)
