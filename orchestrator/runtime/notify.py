@@ -21,6 +21,8 @@ class SystemdNotifier:
     def __init__(self, address: str | None = None) -> None:
         address = address if address is not None else os.environ.get("NOTIFY_SOCKET")
         self._address: str | bytes | None = None
+        # Whether the last message was dropped because the socket was full (said once).
+        self._dropping = False
         if address:
             # A leading '@' names a socket in the abstract namespace.
             self._address = b"\0" + address[1:].encode() if address.startswith("@") else address
@@ -36,12 +38,24 @@ class SystemdNotifier:
         message = "\n".join(lines).encode()
         try:
             with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+                # Never wait: a receiver that stopped reading fills the socket, and a
+                # blocked send would stall the heartbeat (and with it the turn claims'
+                # renewal) and the shutdown. A message that does not fit is dropped.
+                sock.setblocking(False)
                 sock.connect(self._address)
-                sock.sendall(message)
-            return True
+                sock.send(message)
+        except BlockingIOError:
+            if not self._dropping:
+                log.warning("sd_notify_dropped", reason="the notification socket is full")
+            self._dropping = True
+            return False
         except OSError as error:
             log.warning("sd_notify_failed", error=str(error))
             return False
+        if self._dropping:
+            log.info("sd_notify_resumed")
+            self._dropping = False
+        return True
 
     def ready(self, status: str = "") -> bool:
         return self.notify("READY=1", *([f"STATUS={status}"] if status else []))

@@ -18,7 +18,8 @@ run``, its own process, SQLite) against the emulator and prints:
   issue did not leave ``waiting_for_human`` once the passive sweep read every
   pull request again (the pass under way ended, and the next one) and three
   whole ticks more; with none missed, how long it took until all were seen;
-- a warm restart (the database intact) and a cold one (an empty database):
+- a warm restart (the database intact; measured while the world is idle, right
+  after the idle ticks) and a cold one (an empty database; at the end):
   the daemon first reads every pull request once with a budget large enough to
   do it at once (the state of a daemon that ran for a while), then has GitHub's
   default budget of 5,000 units and points an hour for everything measured;
@@ -328,9 +329,10 @@ def run_size(size: int, interval_ms: int, samples: int, *, keep: bool = False) -
                 ticks, units, graphql, writes = run.idle()
                 rss, peak = run.daemon.rss_kib()
                 naive = run.naive()
+                # While nothing is under way: what a restart costs by itself.
+                warm_first, warm_units, _ = run.restart(cold=False)
                 starts, merges = run.latencies(records, samples)
                 noticed, missed, noticed_s, noticed_ticks = run.missed_changes(records)
-                warm_first, warm_units, _ = run.restart(cold=False)
                 db.close()
                 cold_first, cold_units, progress = run.restart(cold=True)
             finally:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import threading
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from orchestrator.runtime.notify import SystemdNotifier, watchdog_interval_s
 
@@ -56,3 +59,35 @@ def test_watchdog_interval(monkeypatch: pytest.MonkeyPatch) -> None:
     assert watchdog_interval_s() == 15.0
     monkeypatch.setenv("WATCHDOG_PID", "1")
     assert watchdog_interval_s() is None
+
+
+def test_a_receiver_that_stopped_reading_never_blocks_the_daemon(
+    receiver: tuple[Path, socket.socket],
+) -> None:
+    """A full notification socket drops messages instead of blocking: a blocked send
+    stalled the heartbeat (claims expired under their own turn) and the shutdown."""
+    path, sock = receiver
+    notifier = SystemdNotifier(str(path))
+    sent: list[bool] = []
+
+    def flood() -> None:
+        with capture_logs() as logs:
+            sent.extend(notifier.watchdog() for _ in range(5000))
+        sent_logs.extend(logs)
+
+    sent_logs: list[dict[str, object]] = []
+    worker = threading.Thread(target=flood, daemon=True)
+    worker.start()
+    worker.join(30)
+    assert not worker.is_alive(), "sd_notify blocked on a full socket"
+    assert sent[0] and not sent[-1]
+    # Said once, not once per dropped message.
+    assert [e["event"] for e in sent_logs] == ["sd_notify_dropped"]
+    # Once the receiver reads again, messages get through (and that is said).
+    sock.settimeout(0.2)
+    with contextlib.suppress(TimeoutError):
+        while sock.recv(4096):
+            pass
+    with capture_logs() as logs:
+        assert notifier.stopping()
+    assert [e["event"] for e in logs] == ["sd_notify_resumed"]
