@@ -10,11 +10,13 @@ nothing that looks like a token is ever written.
 from __future__ import annotations
 
 import contextvars
+import json
 import logging
 import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, MutableMapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import structlog
@@ -233,3 +235,22 @@ def error_fields(error: BaseException) -> dict[str, str]:
         code = tb.tb_frame.f_code
         where = f"{code.co_filename.rsplit('/', 1)[-1]}:{tb.tb_lineno} in {code.co_name}"
     return {"error_type": type(error).__name__, "error": text, "error_at": where}
+
+
+def read_json_log(path: Path) -> list[dict[str, Any]]:
+    """The JSON entries of a log written with ``--log-format json``, oldest first.
+
+    Lines that are not JSON objects (a server's plain lines, a line cut short by a
+    killed process) are skipped.
+    """
+    entries = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+    return entries

@@ -6,6 +6,7 @@ import io
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 import structlog
@@ -17,6 +18,7 @@ from orchestrator.logs import (
     configure_logging,
     get_logger,
     in_current_context,
+    read_json_log,
     redact_text,
     register_secret,
 )
@@ -146,3 +148,12 @@ def test_redact_text_shapes(raw: str) -> None:
     register_secret(CONFIGURED)
     assert REDACTED in redact_text(raw)
     assert CLASSIC not in redact_text(raw)
+
+
+def test_a_json_log_is_read_back_skipping_plain_and_cut_lines(tmp_path: Path) -> None:
+    log = tmp_path / "daemon.log"
+    log.write_text(
+        '{"event": "tick", "issues": 3}\nINFO:     Uvicorn running\n[1, 2]\n{"event": "ti',
+        encoding="utf-8",
+    )
+    assert read_json_log(log) == [{"event": "tick", "issues": 3}]

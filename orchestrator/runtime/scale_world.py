@@ -29,6 +29,7 @@ from sqlalchemy import insert
 
 from orchestrator.domain.snapshot import HeadSighting, IssueRef, StoredRecord
 from orchestrator.domain.workpad import PRRef, render_workpad
+from orchestrator.logs import read_json_log
 from orchestrator.runtime.records import RecordStore, record_columns
 from orchestrator.sim.control import ControlClient
 from orchestrator.sim.testing import SimWorld
@@ -120,17 +121,7 @@ class DaemonProcess:
 
     def events(self, name: str) -> list[dict[str, Any]]:
         """The logged events called ``name``, oldest first."""
-        found = []
-        for line in self.log.read_text(encoding="utf-8", errors="replace").splitlines():
-            if not line.startswith("{"):
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if entry.get("event") == name:
-                found.append(entry)
-        return found
+        return [entry for entry in read_json_log(self.log) if entry.get("event") == name]
 
     def whole_ticks(self) -> list[dict[str, Any]]:
         """The logged whole ticks, oldest first (not the follow-ups over a few issues)."""

@@ -10,11 +10,23 @@ from orchestrator.domain.snapshot import Actor
 from orchestrator.github.bench import measure
 from orchestrator.github.client import GitHubClient
 from orchestrator.github.prstate import SETTLE_S, PRStatePoller
-from orchestrator.sim.testing import running_world
+from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store import migrate
 from orchestrator.store.database import Database
 
 PRS = 200
+
+
+def open_pull(world: SimWorld) -> int:
+    """A pull request of the bot's from branch ``b`` (one file changed)."""
+    world.control.push(world.repo, "b", {"f.txt": "1\n"}, as_user=world.human.login)
+    return world.control.create_pull(world.repo, "T", "b", as_user=world.bot.login)
+
+
+def wait_for_mergeability(world: SimWorld, number: int) -> None:
+    """Wait until GitHub has worked out whether the pull request merges (it is None first)."""
+    while world.github().get_repo(world.repo).get_pull(number).mergeable is None:
+        time.sleep(0.05)
 
 
 def test_unchanged_poll_costs_at_most_four_units(tmp_path: Path) -> None:
@@ -36,9 +48,7 @@ def test_a_state_fetched_within_the_same_second_as_a_change_is_fetched_again(
 ) -> None:
     """updatedAt has one-second resolution: a fresh change may hide a second one."""
     with running_world(tmp_path / "sim") as world:
-        control = world.control
-        control.push(world.repo, "b", {"f.txt": "1\n"}, as_user=world.human.login)
-        number = control.create_pull(world.repo, "T", "b", as_user=world.bot.login)
+        number = open_pull(world)
         client = GitHubClient(world.url, world.bot.token)
         clock = [datetime.now(UTC)]
         poller = PRStatePoller(
@@ -66,15 +76,10 @@ def test_the_stores_cache_keeps_polls_cheap_across_a_restart(tmp_path: Path) -> 
     url = f"sqlite:///{tmp_path / 'orchestrator.db'}"
     migrate.upgrade(url)
     with running_world(tmp_path / "sim") as world:
-        control = world.control
-        control.push(world.repo, "b", {"f.txt": "1\n"}, as_user=world.human.login)
-        number = control.create_pull(world.repo, "T", "b", as_user=world.bot.login)
+        number = open_pull(world)
         # Mergeability is worked out a moment later and changes the fingerprint: wait for it,
         # so both lives see the same pull request.
-        pull = world.github().get_repo(world.repo).get_pull(number)
-        while pull.mergeable is None:
-            time.sleep(0.05)
-            pull = world.github().get_repo(world.repo).get_pull(number)
+        wait_for_mergeability(world, number)
         clock = datetime.now(UTC) + timedelta(seconds=SETTLE_S + 1)
         issues = f"/repos/{world.repo}/issues"
         for life in ("first", "after a restart"):
@@ -103,8 +108,7 @@ def test_a_base_branch_moving_costs_no_full_state_read_of_the_pull_requests_on_i
     and the state returned has the fingerprint's mergeability."""
     with running_world(tmp_path / "sim") as world:
         control = world.control
-        control.push(world.repo, "b", {"f.txt": "1\n"}, as_user=world.human.login)
-        number = control.create_pull(world.repo, "T", "b", as_user=world.bot.login)
+        number = open_pull(world)
         client = GitHubClient(world.url, world.bot.token)
         clock = [datetime.now(UTC)]
         poller = PRStatePoller(
@@ -117,10 +121,7 @@ def test_a_base_branch_moving_costs_no_full_state_read_of_the_pull_requests_on_i
             return client.accounting.requests["POST /graphql"] - before, state.mergeable
 
         # Settled: mergeability known, the state read under a settled fingerprint.
-        pull = world.github().get_repo(world.repo).get_pull(number)
-        while pull.mergeable is None:
-            time.sleep(0.05)
-            pull = world.github().get_repo(world.repo).get_pull(number)
+        wait_for_mergeability(world, number)
         clock[0] += timedelta(seconds=SETTLE_S + 1)
         poll()
         clock[0] += timedelta(seconds=SETTLE_S + 1)
@@ -130,8 +131,5 @@ def test_a_base_branch_moving_costs_no_full_state_read_of_the_pull_requests_on_i
         control.push(world.repo, "main", {"f.txt": "2\n"}, as_user=world.human.login)
         requests, mergeable = poll()
         assert requests == 1 and mergeable in (None, False)
-        pull = world.github().get_repo(world.repo).get_pull(number)
-        while pull.mergeable is None:
-            time.sleep(0.05)
-            pull = world.github().get_repo(world.repo).get_pull(number)
+        wait_for_mergeability(world, number)
         assert poll() == (1, False)

@@ -10,7 +10,6 @@ show was held, and that every push and merge GitHub recorded is one of them.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -24,6 +23,7 @@ from pathlib import Path
 from random import Random
 from typing import Any
 
+from orchestrator.logs import read_json_log
 from orchestrator.sim.clock import parse_time
 from tests.e2e.harness import Flow
 
@@ -290,13 +290,7 @@ def read_events(lives: Sequence[Life]) -> list[Event]:
     """
     found = []
     for life in lives:
-        for line in life.log.read_text(encoding="utf-8", errors="replace").splitlines():
-            if not line.startswith("{"):
-                continue
-            try:
-                entry = json.loads(line)
-            except json.JSONDecodeError:
-                continue
+        for entry in read_json_log(life.log):
             found.append(
                 Event(
                     at=datetime.fromisoformat(entry["timestamp"]) - timedelta(seconds=life.skew_s),
