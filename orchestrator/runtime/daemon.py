@@ -15,6 +15,7 @@ their runs and releases the leases; SIGHUP reloads the policy now.
 
 from __future__ import annotations
 
+import faulthandler
 import gc
 import os
 import signal
@@ -82,6 +83,8 @@ DEFAULT_HEARTBEAT_S = 10.0
 MAX_CHAINED_TICKS = 25
 # Extra time for cancelled turns to end (the agent's own grace period comes on top).
 CANCEL_WAIT_S = 10.0
+# How often the main thread wakes to run the handlers of signals other threads received.
+SIGNAL_POLL_S = 0.25
 REPLICA_ENV = "ORCHESTRATOR_REPLICA_ID"
 
 
@@ -624,7 +627,10 @@ class Daemon:
             self.shutdown(grace_s=0)
             raise
         while not self._stop.is_set():
-            self._signalled.wait()
+            # Never an unbounded wait: a signal the kernel hands to another thread only
+            # sets a flag, and its handler runs when this thread next runs Python code.
+            if not self._signalled.wait(SIGNAL_POLL_S):
+                continue
             self._signalled.clear()
             if self._reload_requested and not self._stop.is_set():
                 self._reload_requested = False
@@ -660,6 +666,8 @@ class Daemon:
         signal.signal(signal.SIGTERM, terminate)
         signal.signal(signal.SIGINT, terminate)
         signal.signal(signal.SIGHUP, reload)
+        # SIGUSR1 writes every thread's stack to stderr (a daemon that seems stuck).
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     def shutdown(self, grace_s: float | None = None) -> None:
         """Stop dispatching, let turns finish within the grace period, cancel the rest, clean up."""

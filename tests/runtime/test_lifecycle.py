@@ -60,6 +60,19 @@ def log_events(path: Path) -> list[dict[str, object]]:
     return events
 
 
+def exit_status(proc: subprocess.Popen[bytes], log: Path, timeout_s: float = 30) -> int:
+    """The daemon's exit status; if it does not exit in time, fail with its stacks and log."""
+    try:
+        return proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)
+        tail = log.read_text(errors="replace")[-12000:]
+        raise AssertionError(
+            f"the daemon did not exit in {timeout_s} s; its log ends:\n{tail}"
+        ) from None
+
+
 def slow_scenario() -> dict[str, object]:
     scenario = default_scenario()
     scenario["steps"] = [{"session": "auto"}, {"events": {"count": 1000, "interval_ms": 20}}]
@@ -113,7 +126,7 @@ def test_notify_reload_and_graceful_sigterm(tmp_path: Path, world: SimWorld) -> 
                 db = tmp_path / "orchestrator.db"
                 wait_until(lambda: query(db, "SELECT count(*) FROM agent_runs")[0][0] == 1)
                 proc.send_signal(signal.SIGTERM)
-                assert proc.wait(30) == 0
+                assert exit_status(proc, log) == 0
             finally:
                 if proc.poll() is None:
                     proc.kill()
@@ -133,6 +146,35 @@ def test_notify_reload_and_graceful_sigterm(tmp_path: Path, world: SimWorld) -> 
         assert "daemon_stopped" in events
         reloaded = next(e for e in log_events(log) if e.get("event") == "policy_reload")
         assert reloaded["rollout_mode"] == "mutate"
+
+
+def test_a_sigterm_another_thread_receives_still_stops_the_daemon(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    """The kernel may hand a process's SIGTERM to any of its threads; Python then runs
+    the handler only when the main thread runs again, so the main thread never waits
+    unboundedly (a daemon that ignored a SIGTERM was seen under load)."""
+    log = tmp_path / "daemon.log"
+    with flow_for(tmp_path, world, start=False) as flow, log.open("wb") as output:
+        proc = subprocess.Popen(
+            [ORCHESTRATOR, "--log-format", "json", "run", str(flow.policy_path), "--port", "0"],
+            env=process_env(flow),
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+        )
+        try:
+            wait_until(lambda: any(e.get("event") == "tick" for e in log_events(log)))
+            threads = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task")]
+            others = [t for t in threads if t != proc.pid]
+            assert others, "the daemon runs more than one thread"
+            # kill() with a thread's id delivers the signal to that thread first.
+            os.kill(others[-1], signal.SIGTERM)
+            assert exit_status(proc, log) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert "daemon_stopped" in [e.get("event") for e in log_events(log)]
 
 
 def test_once_runs_one_tick_and_waits_for_its_turn(tmp_path: Path, world: SimWorld) -> None:
