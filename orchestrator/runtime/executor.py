@@ -64,6 +64,20 @@ class ExecutionReport:
     def changed(self) -> bool:
         return bool(self.transitions or self.effects_done)
 
+    def merged(self, other: ExecutionReport) -> ExecutionReport:
+        """Both executions of one tick as one (``other`` the later)."""
+        return ExecutionReport(
+            transitions=self.transitions + other.transitions,
+            effects_done=self.effects_done + other.effects_done,
+            effects_failed=self.effects_failed + other.effects_failed,
+            refused=self.refused + other.refused,
+            dispatched=self.dispatched + other.dispatched,
+            cancelled=self.cancelled + other.cancelled,
+            rate_limited=other.rate_limited or self.rate_limited,
+            fenced=self.fenced or other.fenced,
+            touched=self.touched | other.touched,
+        )
+
 
 def _same_observation(a: Observation, b: Observation) -> bool:
     return (

@@ -98,6 +98,36 @@ class SnapshotBuilder:
         # What is still to be read once after a start with an empty database, by kind.
         self.catching_up: dict[str, CatchUp] = {}
         self._pacers = {"workpads": Pacer(), "pulls": Pacer()}
+        # What the issue feed saw move, taken before a whole tick's own build (see urgent).
+        self._moved: set[int] = set()
+
+    def urgent(self, view: PolicyView) -> frozenset[IssueRef]:
+        """The issues a whole tick looks at first: candidates and tracked issues the issue
+        feed saw move since the last tick (a new label, an approval, a review, a reply, a
+        push), so that acting on them does not wait for a pass over every issue."""
+        github = self.github
+        repo = view.repo
+        github.feed.watch(self._watched_labels(view))
+        candidates = {issue.ref for issue in github.tracker.fetch_candidates()}
+        moved = github.feed.changes()
+        self._moved |= moved
+        if not moved:
+            return frozenset()
+        rows = self.records.load(repo)
+        live = {ref for ref, row in rows.items() if row.record.phase is not Phase.DONE}
+        by_pr = {
+            row.record.workpad.pr.number: ref
+            for ref, row in rows.items()
+            if ref in live and row.record.workpad.pr is not None
+        }
+        found: set[IssueRef] = set()
+        for number in moved:
+            ref = IssueRef(repo, number)
+            if ref in candidates or ref in live:
+                found.add(ref)
+            if number in by_pr:
+                found.add(by_pr[number])
+        return frozenset(found)
 
     def build(
         self,
@@ -126,7 +156,7 @@ class SnapshotBuilder:
         pending = (
             self._recover(view, candidates, rows, now, time.monotonic() + budget_s)
             if only is None
-            else set()
+            else self._recover_few(view, candidates, rows, now, only)
         )
         live = {ref: row for ref, row in rows.items() if row.record.phase is not Phase.DONE}
         if only is None:
@@ -141,7 +171,7 @@ class SnapshotBuilder:
         stopped = bool(carriers.get(repo_stop))
         self.switches.note_repo(repo, stopped, read_at=read_at)
         if only is None:
-            moved = github.feed.changes()
+            moved, self._moved = self._moved | github.feed.changes(), set()
             prs, unread = self._pull_requests(
                 view, issues, live, carriers, moved=moved, budget_s=budget_s, now=now
             )
@@ -457,6 +487,29 @@ class SnapshotBuilder:
                 },
             )
         return set(left)
+
+    def _recover_few(
+        self,
+        view: PolicyView,
+        candidates: dict[IssueRef, TrackedIssue],
+        rows: dict[IssueRef, RecordRow],
+        now: datetime,
+        only: frozenset[IssueRef],
+    ) -> set[IssueRef]:
+        """Look up the workpad of the few candidates among ``only`` the store does not
+        know (a new label); more than a handful is a catch-up, left to whole ticks."""
+        unknown = [
+            ref
+            for ref in sorted(only)
+            if ref in candidates and ref not in rows and ref not in self._no_workpad
+        ]
+        if len(unknown) > SMALL_CATCH_UP:
+            return set(unknown)
+        for ref in unknown:
+            recovered = self._recover_from_workpad(view, candidates[ref], now)
+            if recovered is not None:
+                rows[ref] = recovered
+        return set()
 
     def _recover_from_workpad(
         self, view: PolicyView, issue: TrackedIssue, now: datetime

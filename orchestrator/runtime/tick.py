@@ -8,6 +8,7 @@ actions; the executor applies them (side effects only through the gate).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -56,13 +57,60 @@ class Tick:
         dispatching: bool,
         fence: Fence | None = None,
         only: frozenset[IssueRef] | None = None,
+        on_dispatched: Callable[[], object] | None = None,
     ) -> TickReport:
         """One tick; raises RateLimited when GitHub's budget is spent while reading.
 
         With ``only``, a follow-up tick: those issues alone are read, planned and acted
         on (what the previous tick changed), so a move that enables the next one (ready
-        to merge, then the merge) is not held up by a whole pass over every issue.
+        to merge, then the merge) is not held up by a whole pass over every issue. A
+        whole tick first does the same for what the issue feed saw move (a new label,
+        an approval), calling ``on_dispatched`` when that started turns, then the rest.
         """
+
+        def run_pass(issues: frozenset[IssueRef] | None, kind: str) -> TickReport:
+            return self._pass(
+                view,
+                agents=agents,
+                source=source,
+                now=now,
+                dispatching=dispatching,
+                fence=fence,
+                only=issues,
+                kind=kind,
+            )
+
+        if only is None:
+            urgent = self.builder.urgent(view)
+            if urgent:
+                first = run_pass(urgent, "moved")
+                if first.execution.dispatched and on_dispatched is not None:
+                    on_dispatched()
+                if first.execution.fenced or first.execution.rate_limited is not None:
+                    return first
+                whole = run_pass(None, "whole")
+                return TickReport(
+                    issues=whole.issues,
+                    actions=first.actions + whole.actions,
+                    reconciled=first.reconciled + whole.reconciled,
+                    duration_s=first.duration_s + whole.duration_s,
+                    execution=first.execution.merged(whole.execution),
+                )
+        kind = "whole" if only is None else "follow_up"
+        return run_pass(only, kind)
+
+    def _pass(
+        self,
+        view: PolicyView,
+        *,
+        agents: AgentWiring,
+        source: RepoSource,
+        now: datetime,
+        dispatching: bool,
+        fence: Fence | None,
+        only: frozenset[IssueRef] | None,
+        kind: str,
+    ) -> TickReport:
         started = time.monotonic()
         # Turns run on any replica: the open claims in the database are the running ones.
         gathered = self.builder.build(view, now, self.claimer.running(view.repo), only)
@@ -102,6 +150,7 @@ class Tick:
             refused=execution.refused,
             dispatched=execution.dispatched,
             duration_ms=round(report.duration_s * 1000),
+            kind=kind,
             focus=len(only) if only is not None else None,
             catching_up="; ".join(c.describe() for c in self.builder.catching_up.values() if c.left)
             or None,

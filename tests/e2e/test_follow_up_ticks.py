@@ -29,11 +29,17 @@ def test_an_approval_is_merged_by_follow_up_ticks_over_that_issue_alone(
             # One run of the scheduled job: a whole tick, then the follow-ups it asks for.
             flow.d._poll_job()
         ticks = [e for e in logs if e["event"] == "tick"]
-        assert ticks[0]["focus"] is None and ticks[0]["issues"] == 2
-        follow_ups = ticks[1:]
-        assert len(follow_ups) >= 2, ticks
+        # The whole tick looks first at what the issue feed saw move (the approval).
+        assert [(t["kind"], t["focus"], t["issues"]) for t in ticks[:2]] == [
+            ("moved", 1, 1),
+            ("whole", None, 2),
+        ], ticks
+        follow_ups = ticks[2:]
+        assert follow_ups, ticks
         # (The last one finds the issue done: done issues are left out of a snapshot.)
-        assert all(t["focus"] == 1 and t["issues"] <= 1 for t in follow_ups), ticks
+        assert all(
+            t["kind"] == "follow_up" and t["focus"] == 1 and t["issues"] <= 1 for t in follow_ups
+        ), ticks
         assert flow.pull(pr)["merged"]
         assert flow.phase(first) == "done"
         # The other issue was in the whole tick only, and is as it was.
@@ -54,10 +60,31 @@ def test_a_whole_tick_asked_for_meanwhile_is_not_narrowed_to_a_follow_up(
         d._pending, d._focus = False, None
         report = d.tick()
         assert report is not None
-        assert report.execution.touched == {flow.ref(first)}
-        # The tick asked for a follow-up over the issue it changed.
-        assert d._pending and d._focus == {flow.ref(first)}
+        assert flow.ref(first) in report.execution.touched
+        # The tick asked for a follow-up over the issues it changed.
+        assert d._pending and d._focus == report.execution.touched
         d.request_tick()
         assert d._focus is None
         d._ask_again({flow.ref(first)})
         assert d._focus is None
+
+
+def test_a_new_label_is_acted_on_before_the_pass_over_every_issue(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    """A whole tick starts with what the issue feed saw move: a newly labelled issue is
+    dispatched (and its turn claimed) before the other issues are read and planned."""
+    with flow_for(tmp_path, world, mode="merge") as flow:
+        flow.to_waiting_for_human()
+        flow.run(lambda: not flow.step(), what="a tick that does nothing")
+        flow.d._pending, flow.d._focus = False, None
+        number = flow.open_issue()
+        with capture_logs() as logs:
+            flow.d.tick()
+        events = [e for e in logs if e["event"] in ("tick", "turn_claimed")]
+        assert [(e["event"], e.get("kind"), e.get("issues")) for e in events[:3]] == [
+            ("tick", "moved", 1),
+            ("turn_claimed", None, None),
+            ("tick", "whole", 2),
+        ], events
+        assert events[1]["issue"] == number

@@ -149,11 +149,13 @@ def test_a_writer_demoted_to_read_before_the_merge_no_longer_approves(
 ) -> None:
     world.control.create_user("bob", make_token())
     world.control.set_permission(world.repo, "bob", "write")
-    with flow_for(tmp_path, world, mode="merge") as flow:
+    with flow_for(tmp_path, world, mode="mutate") as flow:
         number, pr = flow.to_waiting_for_human()
         flow.approve(number, as_user="bob")
+        # Mutate mode: every gate passes, but the issue waits in ready_to_merge.
         flow.run_to_phase(number, "ready_to_merge")
         world.control.set_permission(world.repo, "bob", "read")
+        flow.edit_policy({"rollout": {"mode": "merge"}})
         flow.idle_ticks(5)
         assert not flow.pull(pr)["merged"]
         assert _merged_heads(flow) == []
