@@ -125,6 +125,88 @@ class IssueFeed:
         self._started: str | None = None
         # The incremental window's pages: URL -> (ETag, next page's URL).
         self._memo: dict[str, tuple[str | None, str | None]] = {}
+        # Grows with every change of what an export holds (see revision).
+        self._revision = 0
+
+    # ------------------------------------------------------- saved and resumed
+
+    @property
+    def revision(self) -> int:
+        """A number that grows whenever what :meth:`export` returns changes."""
+        with self._lock:
+            return self._revision
+
+    def export(self) -> dict[str, Any] | None:
+        """The feed's state as plain data (None while cold), for :meth:`restore`."""
+        with self._lock:
+            if self._newest is None:
+                return None
+            return {
+                "repo": self.repo,
+                "required_labels": sorted(self.required_labels),
+                "watched": sorted(self._watched),
+                "newest": self._newest,
+                # The incremental window and its pages' ETags: a quiet restart's first
+                # read is then the same conditional pages, answered 304.
+                "since": self._since,
+                "pages": [[url, etag, after] for url, (etag, after) in self._memo.items()],
+                "pinned": sorted(self._pinned),
+                "items": [
+                    [
+                        item.number,
+                        item.is_pull_request,
+                        item.is_open,
+                        item.title,
+                        sorted(item.labels),
+                        item.created_at,
+                        item.updated_at,
+                    ]
+                    for item in self._items.values()
+                ],
+            }
+
+    def restore(self, state: dict[str, Any]) -> bool:
+        """Take a state :meth:`export` made, if it belongs to this feed (same repository
+        and required labels) and the feed is still cold; the next refresh then reads the
+        updates since it, not every issue. ValueError names what is malformed."""
+        if state.get("repo") != self.repo:
+            return False
+        if set(state.get("required_labels") or ()) != set(self.required_labels):
+            return False
+        newest = _timestamp(state.get("newest"), "newest")
+        items = {}
+        for index, raw in enumerate(_list(state.get("items"))):
+            item = _item(raw, f"items[{index}]")
+            items[item.number] = item
+        pinned = {int(n) for n in _list(state.get("pinned")) if isinstance(n, int)}
+        since = state.get("since")
+        if since is not None:
+            _timestamp(since, "since")
+        memo = {}
+        for index, page in enumerate(_list(state.get("pages"))):
+            if (
+                not isinstance(page, list)
+                or len(page) != 3
+                or not isinstance(page[0], str)
+                or not all(part is None or isinstance(part, str) for part in page[1:])
+            ):
+                raise ValueError(f"pages[{index}]: not a page of [url, etag, next url]")
+            memo[page[0]] = (page[1], page[2])
+        watched = frozenset(str(label) for label in _list(state.get("watched")))
+        with self._lock:
+            if self._newest is not None:
+                return False
+            self._items = items
+            self._pinned = pinned
+            self._watched = watched
+            self._newest = newest
+            # An item the feed did not keep moved only if it changed after the save.
+            self._started = newest
+            self._seen = {number: item.updated_at for number, item in items.items()}
+            self._memo = memo if since is not None else {}
+            self._since = since
+            self._revision += 1
+        return True
 
     # ----------------------------------------------------------------- reads
 
@@ -177,9 +259,12 @@ class IssueFeed:
         """
         wanted = set(numbers)
         with self._lock:
-            self._pinned = set(wanted)
+            if wanted != self._pinned:
+                self._pinned = set(wanted)
+                self._revision += 1
             for number in [n for n, item in self._items.items() if not self._matters(item)]:
                 del self._items[number]
+                self._revision += 1
             unknown = sorted(n for n in wanted if n not in self._items)
         self._take(self._read_numbers(client, unknown).values())
         return self.known(wanted)
@@ -249,6 +334,7 @@ class IssueFeed:
                     self._started = newest
             self._memo = {}
             self._since = None
+            self._revision += 1
         log.info("issue_feed_cold", repo=self.repo, items=len(found), requests=requests)
         return FeedRead(cold=True, requests=requests, changed=len(found))
 
@@ -286,6 +372,8 @@ class IssueFeed:
             url = pages[url][1]
         self._take(changed)
         with self._lock:
+            if since != self._since or pages != self._memo:
+                self._revision += 1
             self._since = since
             self._memo = pages
         return FeedRead(cold=False, requests=requests, changed=len(changed))
@@ -306,11 +394,15 @@ class IssueFeed:
                     ):
                         self._moved.add(item.number)
                 if self._matters(item):
-                    self._items[item.number] = item
-                else:
-                    self._items.pop(item.number, None)
+                    if known != item:
+                        self._items[item.number] = item
+                        self._revision += 1
+                elif known is not None:
+                    del self._items[item.number]
+                    self._revision += 1
                 if self._newest is not None and item.updated_at > self._newest:
                     self._newest = item.updated_at
+                    self._revision += 1
 
     def _matters(self, item: FeedItem) -> bool:
         if item.number in self._pinned:
@@ -355,3 +447,35 @@ class IssueFeed:
 
 def _list(data: Any) -> list[Any]:
     return data if isinstance(data, list) else []
+
+
+def _timestamp(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: not a timestamp: {value!r}")
+    try:
+        _parse(value)
+    except ValueError:
+        raise ValueError(f"{where}: not a timestamp: {value!r}") from None
+    return value
+
+
+def _item(raw: Any, where: str) -> FeedItem:
+    """An item of an exported state: [number, is_pr, is_open, title, labels, created, updated]."""
+    if not isinstance(raw, list) or len(raw) != 7:
+        raise ValueError(f"{where}: not an item of seven fields")
+    number, is_pr, is_open, title, labels, created_at, updated_at = raw
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        raise ValueError(f"{where}: number: not a positive integer: {number!r}")
+    if not isinstance(is_pr, bool) or not isinstance(is_open, bool):
+        raise ValueError(f"{where}: is_pull_request and is_open must be booleans")
+    if not isinstance(title, str) or not isinstance(labels, list):
+        raise ValueError(f"{where}: title must be text and labels a list")
+    return FeedItem(
+        number=number,
+        is_pull_request=is_pr,
+        is_open=is_open,
+        title=title,
+        labels=frozenset(str(label) for label in labels),
+        created_at=_timestamp(created_at, f"{where}: created_at"),
+        updated_at=_timestamp(updated_at, f"{where}: updated_at"),
+    )

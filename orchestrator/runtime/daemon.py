@@ -36,7 +36,7 @@ from orchestrator.domain.snapshot import IssueRef
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.errors import RateLimited
 from orchestrator.github.retry import RetryPolicy
-from orchestrator.logs import bind_context, get_logger, register_secret
+from orchestrator.logs import bind_context, error_fields, get_logger, register_secret
 from orchestrator.runtime.assembly import (
     AssemblyError,
     Parts,
@@ -50,6 +50,7 @@ from orchestrator.runtime.assembly import (
 )
 from orchestrator.runtime.cluster import DEFAULT_LEASE_S, ClusterRole
 from orchestrator.runtime.containment import log_sandbox, sandbox_status
+from orchestrator.runtime.feed_keeper import FeedKeeper
 from orchestrator.runtime.hardening import forbid_inspection
 from orchestrator.runtime.jobs import Jobs, start_scheduler
 from orchestrator.runtime.notify import SystemdNotifier, watchdog_interval_s
@@ -185,6 +186,7 @@ class Daemon:
         self.view: PolicyView
         self.db: Database
         self.records: RecordStore
+        self.feeds: FeedKeeper
         self.switches: SwitchBoard
         self.pool: WorkerPool
         self.agents: AgentWiring
@@ -223,6 +225,7 @@ class Daemon:
         self.cluster = ClusterRole(
             self.db, replica_id=self.replica_id, lease_s=self.lease_s, clock=self.clock
         )
+        self.feeds = FeedKeeper(self.db.feeds, clock=self.clock)
         self.records = RecordStore(self.db)
         self.switches = SwitchBoard(self.view.kill_switch_file)
         self.pool = WorkerPool(self.view.policy.agent.max_concurrent_agents, clock=self.clock)
@@ -370,6 +373,8 @@ class Daemon:
                 return None
             # Turns that ended before this tick are seen by it; the claim job asks for none.
             self._finished_claims = self.db.claims.finished_count(self.view.repo)
+            # A start or a takeover resumes the feed the last leader saved.
+            self.feeds.resume(self.parts.github.feed)
         except Exception as error:
             if not is_unreachable(error):
                 raise
@@ -385,6 +390,7 @@ class Daemon:
                 dispatching=not self._stopping,
                 fence=leadership.fence,
                 only=only,
+                on_dispatched=self._claim,
             )
         except RateLimited as limited:
             self._rate_limited(limited)
@@ -404,6 +410,8 @@ class Daemon:
             self.cycle_costs.add(self.accounting.take_tick_units())
         self.last_tick_error = None
         self.last_tick_issues = report.issues
+        if only is None:
+            self._save_feed()
         if self._freeze_heap and only is None and not self._heap_frozen and not self._catching_up():
             # What the first whole tick read (records, pull request states, the issue feed)
             # mostly lives as long as the process: the garbage collector stops walking it
@@ -422,6 +430,16 @@ class Daemon:
             # now, for the issues it changed.
             self._ask_again(report.execution.touched)
         return report
+
+    def _save_feed(self, *, force: bool = False) -> None:
+        """Save the issue feed for the next start; a failure costs that start a full read."""
+        try:
+            self.feeds.save(self.parts.github.feed, force=force)
+        except Exception as error:
+            if is_unreachable(error):
+                self.db_health.failed(error, where="feed")
+            else:
+                log.warning("issue_feed_not_saved", **error_fields(error))
 
     def _rate_limited(self, limited: RateLimited) -> None:
         self.rate_limited_until = limited.reset_at
@@ -688,6 +706,8 @@ class Daemon:
         self.pool.shutdown()
         now = self.clock()
         interrupted = released = 0
+        if self.leading:
+            self._save_feed(force=True)
         try:
             self.parts.claimer.apply_held(self.parts.turns)
             interrupted = self.db.runs.interrupt_unfinished(

@@ -84,6 +84,7 @@ class Figures:
     noticed_ticks: int
     warm_first_tick_s: float
     warm_units: int
+    warm_routes: str
     cold_first_tick_s: float
     cold_units: int
     cold_progress: str
@@ -172,6 +173,13 @@ class ScaleRun:
             if "graphql" in route
         )
         return int(token.get("billed", 0)), graphql
+
+    def billed_routes(self) -> dict[str, int]:
+        """Units billed so far by route, for the daemon's token."""
+        token = self.world.control.counters()["tokens"].get(self.world.bot.login, {})
+        return {
+            route: int(counter["billed"]) for route, counter in (token.get("routes") or {}).items()
+        }
 
     def phase(self, records: RecordStore, number: int) -> str | None:
         row = records.get(IssueRef(self.world.repo, number))
@@ -286,17 +294,20 @@ class ScaleRun:
                 Path(f"{self.tmp / 'scale.db'}{suffix}").unlink(missing_ok=True)
         seen = len(self.ticks())
         before, _ = self.billed()
+        routes = self.billed_routes()
         started = time.monotonic()
         self.daemon.start()
         wait_for("the first tick after the restart", lambda: len(self.ticks()) > seen, 600)
         first = time.monotonic() - started
         self.wait_ticks(1)
         after, _ = self.billed()
-        progress = ""
+        spent = {r: n - routes.get(r, 0) for r, n in self.billed_routes().items()}
+        top = sorted(((n, r) for r, n in spent.items() if n > 0), reverse=True)[:4]
+        progress = "by route: " + (", ".join(f"{r} {n}" for n, r in top) or "none")
         if cold:
             tick = self.ticks()[-1]
-            progress = (
-                f"{tick.get('issues', 0)} of {self.size} issues planned after two ticks; "
+            progress += (
+                f"; {tick.get('issues', 0)} of {self.size} issues planned after two ticks; "
                 f"{tick.get('catching_up') or 'nothing left to read'}"
             )
             paused = self.daemon.events("catch_up_paused")
@@ -330,7 +341,7 @@ def run_size(size: int, interval_ms: int, samples: int, *, keep: bool = False) -
                 rss, peak = run.daemon.rss_kib()
                 naive = run.naive()
                 # While nothing is under way: what a restart costs by itself.
-                warm_first, warm_units, _ = run.restart(cold=False)
+                warm_first, warm_units, warm_routes = run.restart(cold=False)
                 starts, merges = run.latencies(records, samples)
                 noticed, missed, noticed_s, noticed_ticks = run.missed_changes(records)
                 db.close()
@@ -355,6 +366,7 @@ def run_size(size: int, interval_ms: int, samples: int, *, keep: bool = False) -
         noticed_ticks=noticed_ticks,
         warm_first_tick_s=warm_first,
         warm_units=warm_units,
+        warm_routes=warm_routes,
         cold_first_tick_s=cold_first,
         cold_units=cold_units,
         cold_progress=progress,
@@ -390,7 +402,7 @@ def report(figures: Figures, interval_ms: int) -> None:
         else f"  missed changes: {figures.missed} of {figures.changed} pull requests given a "
         "failing check after two passes of the sweep (target 0)",
         f"  warm restart: first tick after {figures.warm_first_tick_s:.1f} s, "
-        f"{figures.warm_units} units over two ticks",
+        f"{figures.warm_units} units over two ticks ({figures.warm_routes})",
         f"  cold restart (empty database): first tick after {figures.cold_first_tick_s:.1f} s, "
         f"{figures.cold_units} units over two ticks; {figures.cold_progress}",
     ]

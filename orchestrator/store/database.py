@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from orchestrator.store.claims import ClaimStore
 from orchestrator.store.engine import describe_url, is_sqlite, make_engine
+from orchestrator.store.feeds import FeedStore
 from orchestrator.store.fencing import CALLER_CLOCK
 from orchestrator.store.http_cache import HttpCache
 from orchestrator.store.issues import IssueStore
@@ -35,6 +36,7 @@ class Database:
     http_cache: HttpCache = field(init=False)
     claims: ClaimStore = field(init=False)
     replicas: ReplicaStore = field(init=False)
+    feeds: FeedStore = field(init=False)
 
     def __post_init__(self) -> None:
         self.issues = IssueStore(self.sessions)
@@ -44,6 +46,7 @@ class Database:
         self.http_cache = HttpCache(self.sessions)
         self.claims = ClaimStore(self.sessions)
         self.replicas = ReplicaStore(self.sessions)
+        self.feeds = FeedStore(self.sessions)
 
     @classmethod
     def open(cls, url: str, *, migrate: bool = True, caller_clock: bool = False) -> Database:

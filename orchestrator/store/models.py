@@ -17,6 +17,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -221,3 +222,15 @@ class TurnClaim(Base):
     claimed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
     cancel_reason: Mapped[str | None] = mapped_column(String(100))
+
+
+class FeedSnapshot(Base):
+    """The issue feed of a repository as a leader last kept it, so that a restart or a
+    takeover resumes it with one page of recent updates instead of reading every issue."""
+
+    __tablename__ = "feed_snapshots"
+
+    repo: Mapped[str] = mapped_column(String(200), primary_key=True)
+    # The feed's state, compressed JSON (see orchestrator.github.feed_snapshot).
+    state: Mapped[bytes] = mapped_column(LargeBinary)
+    saved_at: Mapped[datetime] = mapped_column(UTCDateTime)

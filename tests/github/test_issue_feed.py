@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import time
+import zlib
 from pathlib import Path
 from random import Random
 from typing import Any
 
 from orchestrator.github.client import GitHubClient
 from orchestrator.github.issue_feed import FeedItem, FeedRead, IssueFeed
+from orchestrator.runtime.feed_keeper import decode, encode
 from orchestrator.sim.testing import SimWorld, running_world
 
 LABELS = ("agent", "stop", "approved", "other")
@@ -108,6 +110,111 @@ def test_the_feed_misses_no_change_a_full_read_sees(tmp_path: Path) -> None:
                 _assert_same(feed, _full(client, world.repo), kept, f"seed {seed} step {step}")
 
 
+def test_a_feed_saved_and_resumed_misses_no_change_a_full_read_sees(tmp_path: Path) -> None:
+    """Restarts at random steps: the feed is exported, changes happen while no process
+    reads, and a new feed resumes the saved state; it then sees what a full read sees,
+    without reading every issue again."""
+    for seed in range(3):
+        rng = Random(100 + seed)
+        with running_world(tmp_path / f"sim{seed}") as world:
+            changes = _Changes(world, rng)
+            for _ in range(6):
+                changes.one()
+            client = GitHubClient(world.url, world.bot.token)
+
+            def new_feed() -> IssueFeed:
+                feed = IssueFeed(world.repo, required_labels=frozenset({"agent"}))
+                feed.watch(WATCHED)
+                return feed
+
+            feed = new_feed()
+            kept: set[int] = set()
+            restarts = 0
+            for step in range(30):
+                for _ in range(rng.randint(0, 3)):
+                    changes.one()
+                if rng.random() < 0.3 and changes.issues:
+                    kept = set(rng.sample(changes.issues, min(3, len(changes.issues))))
+                    feed.keep(client, kept)
+                if feed.warm and rng.random() < 0.3:
+                    saved = feed.export()
+                    assert saved is not None
+                    blob = encode(saved)
+                    for _ in range(rng.randint(0, 3)):
+                        changes.one()  # while no process polls
+                    if rng.random() < 0.5:
+                        time.sleep(1.1)  # changes in a later second than the save
+                        changes.one()
+                    feed = new_feed()
+                    assert feed.restore(decode(blob))
+                    restarts += 1
+                    read = feed.refresh(client)
+                    assert not read.cold, "a resumed feed reads the updates since, not all"
+                else:
+                    feed.refresh(client)
+                feed.keep(client, kept)
+                _assert_same(feed, _full(client, world.repo), kept, f"seed {seed} step {step}")
+            assert restarts > 0
+
+
+def test_a_saved_feed_is_refused_by_another_repository_or_label_set(tmp_path: Path) -> None:
+    with running_world(tmp_path / "sim") as world:
+        world.control.create_issue(world.repo, "One", as_user=world.human.login, labels=["agent"])
+        client = GitHubClient(world.url, world.bot.token)
+        feed = IssueFeed(world.repo, required_labels=frozenset({"agent"}))
+        feed.refresh(client)
+        saved = feed.export()
+        assert saved is not None
+        other_labels = IssueFeed(world.repo, required_labels=frozenset({"agent", "ready"}))
+        assert other_labels.restore(saved) is False and not other_labels.warm
+        other_repo = IssueFeed("acme/other", required_labels=frozenset({"agent"}))
+        assert other_repo.restore(saved) is False
+        # A warm feed keeps what it read.
+        assert feed.restore(saved) is False
+
+
+def test_a_damaged_saved_feed_is_a_located_error() -> None:
+    feed = IssueFeed("acme/widgets", required_labels=frozenset())
+    base = {"repo": "acme/widgets", "required_labels": [], "watched": [], "pinned": []}
+    cases = {
+        "newest: not a timestamp": {**base, "newest": "yesterday", "items": []},
+        "items[1]: not an item of seven fields": {
+            **base,
+            "newest": "2026-01-01T00:00:00Z",
+            "items": [[1, False, True, "t", [], "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"], 7],
+        },
+        "items[0]: number: not a positive integer": {
+            **base,
+            "newest": "2026-01-01T00:00:00Z",
+            "items": [[True, False, True, "t", [], "2026-01-01T00:00:00Z", "2026-01-01T00:00:00Z"]],
+        },
+        "items[0]: updated_at: not a timestamp": {
+            **base,
+            "newest": "2026-01-01T00:00:00Z",
+            "items": [[3, False, True, "t", [], "2026-01-01T00:00:00Z", 5]],
+        },
+    }
+    for message, state in cases.items():
+        try:
+            feed.restore(state)
+        except ValueError as error:
+            assert message in str(error), (message, error)
+        else:
+            raise AssertionError(f"accepted: {message}")
+        assert not feed.warm
+    for blob, message in [
+        (b"not zlib", "not compressed data"),
+        (zlib.compress(b"[1, 2]"), "not a JSON object"),
+        (zlib.compress(b"{nope"), "not JSON"),
+    ]:
+        try:
+            decode(blob)
+        except ValueError as error:
+            assert message in str(error)
+        else:
+            raise AssertionError(f"decoded: {blob!r}")
+
+
 def test_a_quiet_repository_costs_one_free_request_per_page_of_recent_updates(
     tmp_path: Path,
 ) -> None:
@@ -133,6 +240,27 @@ def test_a_quiet_repository_costs_one_free_request_per_page_of_recent_updates(
         assert 7 not in {item.number for item in feed.candidates()}
         assert feed.refresh(client).changed == 0
         assert client.accounting.total_units() - before <= 3
+
+
+def test_a_quiet_restart_costs_no_unit(tmp_path: Path) -> None:
+    """The saved feed holds its window's pages and ETags: a restart in a quiet repository
+    asks the same conditional pages, and every answer is a free 304."""
+    with running_world(tmp_path / "sim") as world:
+        control, human = world.control, world.human.login
+        for i in range(150):
+            control.create_issue(world.repo, f"Issue {i}", as_user=human, labels=["agent"])
+        client = GitHubClient(world.url, world.bot.token)
+        feed = IssueFeed(world.repo, required_labels=frozenset({"agent"}))
+        feed.refresh(client)
+        feed.refresh(client)
+        saved = feed.export()
+        assert saved is not None
+        resumed = IssueFeed(world.repo, required_labels=frozenset({"agent"}))
+        assert resumed.restore(decode(encode(saved)))
+        before = client.accounting.total_units()
+        assert resumed.refresh(client) == FeedRead(cold=False, requests=2, changed=0)
+        assert client.accounting.total_units() == before
+        assert len(resumed.candidates()) == 150
 
 
 def test_kept_issues_are_read_once_and_followed(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ TABLES = {
     "http_cache",
     "turn_claims",
     "replicas",
+    "feed_snapshots",
 }
 
 
