@@ -75,6 +75,9 @@ def run(
         lease_s=lease_seconds,
         freeze_heap=True,
     )
+    if not once:
+        # A SIGTERM while the daemon starts stops it gracefully once it has started.
+        daemon.install_signals()
     try:
         daemon.start()
     except (DaemonError, AlreadyRunning) as error:

@@ -349,15 +349,21 @@ class Daemon:
 
     # ================================================================= ticks
 
-    def tick(self, only: frozenset[IssueRef] | None = None) -> TickReport | None:
+    def tick(
+        self, only: frozenset[IssueRef] | None = None, *, follow_moved: bool = False
+    ) -> TickReport | None:
         """Run one tick now in the calling thread (None when it was skipped or failed).
 
-        With ``only``, a follow-up tick over those issues alone (see :meth:`Tick.run`).
+        With ``only``, a follow-up tick over those issues alone; with ``follow_moved``
+        (the scheduler's ticks), what moved is followed through before the pass over
+        every issue (see :meth:`Tick.run`).
         """
         with self._tick_lock:
-            return self._tick_once(only)
+            return self._tick_once(only, follow_moved)
 
-    def _tick_once(self, only: frozenset[IssueRef] | None = None) -> TickReport | None:
+    def _tick_once(
+        self, only: frozenset[IssueRef] | None = None, follow_moved: bool = False
+    ) -> TickReport | None:
         self._refresh_policy()
         now = self.clock()
         if self.rate_limited_until is not None:
@@ -391,6 +397,7 @@ class Daemon:
                 fence=leadership.fence,
                 only=only,
                 on_dispatched=self._claim,
+                follow_moved=follow_moved,
             )
         except RateLimited as limited:
             self._rate_limited(limited)
@@ -567,7 +574,7 @@ class Daemon:
                     focus = self._focus if chained else None
                     self._pending = False
                     self._focus = None
-                self.tick(frozenset(focus) if focus is not None else None)
+                self.tick(frozenset(focus) if focus is not None else None, follow_moved=True)
                 chained += 1
                 with self._request_lock:
                     again = self._pending and chained < MAX_CHAINED_TICKS
@@ -638,7 +645,7 @@ class Daemon:
 
     def serve_forever(self) -> int:
         """Run until SIGTERM or SIGINT (main thread only); returns the exit status."""
-        self._install_signals()
+        self.install_signals()
         try:
             self.run_scheduler()
         except DaemonError:
@@ -671,8 +678,12 @@ class Daemon:
         self._stop.set()
         self._signalled.set()
 
-    def _install_signals(self) -> None:
-        # Handlers only set flags: the main thread does the work outside the handler.
+    def install_signals(self) -> None:
+        """SIGTERM/SIGINT stop, SIGHUP reloads, SIGUSR1 dumps stacks (main thread only).
+
+        Handlers only set flags: the main thread does the work outside the handler.
+        """
+
         def terminate(_signum: int, _frame: FrameType | None) -> None:
             self._stop.set()
             self._signalled.set()

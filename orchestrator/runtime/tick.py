@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from orchestrator.agent import RepoSource
 from orchestrator.domain.planner import plan
@@ -25,6 +25,9 @@ from orchestrator.store.fencing import Fence
 
 log = get_logger(__name__)
 
+# Follow-up passes a whole tick may run over what moved before its pass over every issue.
+MAX_MOVED_FOLLOW_UPS = 4
+
 
 @dataclass
 class TickReport:
@@ -35,6 +38,20 @@ class TickReport:
     reconciled: int = 0
     duration_s: float = 0.0
     execution: ExecutionReport = field(default_factory=ExecutionReport)
+
+
+def _combined(passes: list[TickReport], *, issues: int) -> TickReport:
+    """The passes of one tick as one report."""
+    execution = passes[0].execution
+    for later in passes[1:]:
+        execution = execution.merged(later.execution)
+    return TickReport(
+        issues=issues,
+        actions=sum(p.actions for p in passes),
+        reconciled=sum(p.reconciled for p in passes),
+        duration_s=sum(p.duration_s for p in passes),
+        execution=execution,
+    )
 
 
 class Tick:
@@ -58,6 +75,7 @@ class Tick:
         fence: Fence | None = None,
         only: frozenset[IssueRef] | None = None,
         on_dispatched: Callable[[], object] | None = None,
+        follow_moved: bool = False,
     ) -> TickReport:
         """One tick; raises RateLimited when GitHub's budget is spent while reading.
 
@@ -65,39 +83,49 @@ class Tick:
         on (what the previous tick changed), so a move that enables the next one (ready
         to merge, then the merge) is not held up by a whole pass over every issue. A
         whole tick first does the same for what the issue feed saw move (a new label,
-        an approval), calling ``on_dispatched`` when that started turns, then the rest.
+        an approval), then the rest; with ``follow_moved`` (the daemon's scheduled
+        ticks) it also takes the steps that enables before the rest (an approval: ready
+        to merge, then the merge). ``on_dispatched`` is called after each pass that
+        started turns, so they are claimed at once.
         """
 
+        started = time.monotonic()
+
         def run_pass(issues: frozenset[IssueRef] | None, kind: str) -> TickReport:
-            return self._pass(
+            report = self._pass(
                 view,
                 agents=agents,
                 source=source,
-                now=now,
+                # A later pass of the same tick is dated when it runs.
+                now=now + timedelta(seconds=time.monotonic() - started),
                 dispatching=dispatching,
                 fence=fence,
                 only=issues,
                 kind=kind,
             )
+            if report.execution.dispatched and on_dispatched is not None:
+                on_dispatched()
+            return report
 
-        if only is None:
-            urgent = self.builder.urgent(view)
-            if urgent:
-                first = run_pass(urgent, "moved")
-                if first.execution.dispatched and on_dispatched is not None:
-                    on_dispatched()
-                if first.execution.fenced or first.execution.rate_limited is not None:
-                    return first
-                whole = run_pass(None, "whole")
-                return TickReport(
-                    issues=whole.issues,
-                    actions=first.actions + whole.actions,
-                    reconciled=first.reconciled + whole.reconciled,
-                    duration_s=first.duration_s + whole.duration_s,
-                    execution=first.execution.merged(whole.execution),
-                )
-        kind = "whole" if only is None else "follow_up"
-        return run_pass(only, kind)
+        if only is not None:
+            return run_pass(only, "follow_up")
+        urgent = self.builder.urgent(view)
+        if not urgent:
+            return run_pass(None, "whole")
+        # What moved is acted on first, with the steps it enables at once (an approval:
+        # ready to merge, then the merge), before the pass over every issue.
+        passes = [run_pass(urgent, "moved")]
+        for _ in range(MAX_MOVED_FOLLOW_UPS if follow_moved else 0):
+            last = passes[-1].execution
+            if last.fenced or last.rate_limited is not None:
+                return _combined(passes, issues=passes[0].issues)
+            if not last.changed or not last.touched:
+                break
+            passes.append(run_pass(frozenset(last.touched), "follow_up"))
+        if passes[-1].execution.fenced or passes[-1].execution.rate_limited is not None:
+            return _combined(passes, issues=passes[0].issues)
+        whole = run_pass(None, "whole")
+        return _combined([*passes, whole], issues=whole.issues)
 
     def _pass(
         self,

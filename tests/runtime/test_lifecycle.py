@@ -177,6 +177,31 @@ def test_a_sigterm_another_thread_receives_still_stops_the_daemon(
     assert "daemon_stopped" in [e.get("event") for e in log_events(log)]
 
 
+def test_a_sigterm_while_the_daemon_starts_stops_it_gracefully(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    log = tmp_path / "daemon.log"
+    with flow_for(tmp_path, world, start=False) as flow, log.open("wb") as output:
+        proc = subprocess.Popen(
+            [ORCHESTRATOR, "--log-format", "json", "run", str(flow.policy_path), "--port", "0"],
+            env=process_env(flow),
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+        )
+        try:
+            # The policy is read first thing in start-up; the rest (sandbox probe,
+            # preflight against GitHub, recovery) is still to come.
+            wait_until(lambda: any(e.get("event") == "policy_loaded" for e in log_events(log)))
+            proc.send_signal(signal.SIGTERM)
+            assert exit_status(proc, log) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    events = [e.get("event") for e in log_events(log)]
+    assert "daemon_stopped" in events
+
+
 def test_once_runs_one_tick_and_waits_for_its_turn(tmp_path: Path, world: SimWorld) -> None:
     with flow_for(tmp_path, world, start=False) as flow:
         flow.open_issue()
