@@ -566,6 +566,7 @@ class Daemon:
         with self._request_lock:
             self._ticking = True
         chained = 0
+        whole_at = time.monotonic()
         try:
             while not self._stop.is_set():
                 with self._request_lock:
@@ -574,9 +575,15 @@ class Daemon:
                     focus = self._focus if chained else None
                     self._pending = False
                     self._focus = None
+                if focus is None:
+                    whole_at = time.monotonic()
                 self.tick(frozenset(focus) if focus is not None else None, follow_moved=True)
                 chained += 1
                 with self._request_lock:
+                    if time.monotonic() - whole_at >= self.view.interval_s:
+                        # The scheduler skipped a run while this one chained follow-ups:
+                        # the whole tick it owed is made now, not an interval later.
+                        self._pending, self._focus = True, None
                     again = self._pending and chained < MAX_CHAINED_TICKS
                     if not again:
                         self._ticking = False

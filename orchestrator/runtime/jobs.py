@@ -28,8 +28,9 @@ POLL_JOB = "poll"
 class _BusyPollFilter(logging.Filter):
     """Drops APScheduler's notice that a poll run was skipped because a tick still runs.
 
-    A running poll job keeps ticking while ticks are requested, so the skipped
-    run had nothing left to do; the notice would repeat on every busy interval.
+    A running poll job keeps ticking while ticks are requested, and makes the
+    whole tick a skipped run owed before it ends; the notice would repeat on every
+    busy interval.
     """
 
     def filter(self, record: logging.LogRecord) -> bool:

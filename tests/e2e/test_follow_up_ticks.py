@@ -8,10 +8,12 @@ ticks instead of one whole pass per step.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from structlog.testing import capture_logs
 
+from orchestrator.domain.snapshot import IssueRef
 from orchestrator.sim.testing import SimWorld
 
 from .harness import flow_for
@@ -93,3 +95,26 @@ def test_a_new_label_is_acted_on_before_the_pass_over_every_issue(
             ("tick", "whole", 2),
         ], events
         assert events[1]["issue"] == number
+
+
+def test_follow_ups_that_outlast_the_interval_end_with_the_whole_tick_it_owed(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    """The scheduler skips a run while the poll job still chains follow-ups; the job then
+    makes the whole tick that run owed instead of leaving it for an interval later."""
+    with flow_for(tmp_path, world, policy={"polling": {"interval_ms": 1000}}) as flow:
+        d = flow.d
+        ref = flow.ref(1)
+        calls: list[frozenset[IssueRef] | None] = []
+
+        def slow_tick(
+            only: frozenset[IssueRef] | None = None, *, follow_moved: bool = False
+        ) -> None:
+            calls.append(only)
+            if len(calls) <= 3:
+                d._ask_again({ref})  # each of the first three asks for a follow-up
+                time.sleep(0.45)  # three of them outlast the 1 s interval
+
+        d.tick = slow_tick  # type: ignore[method-assign]
+        d._poll_job()
+        assert calls == [None, frozenset({ref}), frozenset({ref}), None]
