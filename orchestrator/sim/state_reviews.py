@@ -318,7 +318,9 @@ class ReviewsState(ChecksState):
             account = self.user(actor)
             thread.resolved = resolved
             thread.resolved_by = account.login if resolved else None
-            repo.issues[thread.pull_number].updated_at = self.now()
+            # Whether GitHub moves the pull request's updated_at when a thread is
+            # resolved is not documented: the stricter reading, it does not (a reader
+            # learns of it only by reading the threads again).
             self._touch()
             return thread
 
