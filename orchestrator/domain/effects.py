@@ -17,7 +17,7 @@ from orchestrator.domain.pr_body import (
 )
 from orchestrator.domain.results import GITHUB_BODY_LIMIT, BlockedQuestion, PRDescription, Review
 from orchestrator.domain.review import ThreadReply, render_review_comment
-from orchestrator.domain.snapshot import AgentOutcome, PRStatus, PullRequest
+from orchestrator.domain.snapshot import AgentOutcome, PRStatus, PullRequest, StoredRecord
 
 BLOCKED_COMMENT_MARKER = "<!-- orchestrator-blocked-question -->"
 
@@ -35,10 +35,18 @@ PHASE_STATE: dict[Phase, TrackerState | None] = {
 }
 
 
+def recorded_branch(record: StoredRecord, prefix: str, number: int) -> str:
+    """The issue's branch: the one named at the claim and recorded in the workpad.
+
+    A record from a release that named no branch at the claim has its work on
+    ``prefix`` + ``issue-N``.
+    """
+    return record.workpad.branch or f"{prefix}issue-{number}"
+
+
 def branch_for(ctx: IssueContext) -> str:
-    """The issue's branch: the recorded one, else a name derived only from the number."""
-    recorded = ctx.record.workpad.branch
-    return recorded or f"{ctx.policy.pr.branch_prefix}issue-{ctx.ref.number}"
+    """The issue's branch (see :func:`recorded_branch`)."""
+    return recorded_branch(ctx.record, ctx.policy.pr.branch_prefix, ctx.ref.number)
 
 
 def push_branch(ctx: IssueContext, head_sha: str, purpose: str) -> SideEffect:

@@ -42,15 +42,23 @@ from orchestrator.domain.workpad import (
 _REWORK_ENTRY_FROM = frozenset({Phase.WAITING_FOR_CHECKS, Phase.WAITING_FOR_HUMAN})
 
 
-def new_record(phase: Phase, now: datetime) -> StoredRecord:
-    """The record of an issue claimed now in ``phase``."""
-    return StoredRecord(phase=phase, phase_since=now, workpad=WorkpadRecord(phase=phase))
+def new_record(phase: Phase, now: datetime, branch: str | None = None) -> StoredRecord:
+    """The record of an issue claimed now in ``phase``, on ``branch`` when it is named already."""
+    return StoredRecord(
+        phase=phase, phase_since=now, workpad=WorkpadRecord(phase=phase, branch=branch)
+    )
 
 
-def apply_dispatch(record: StoredRecord | None, dispatch: Dispatch, now: datetime) -> StoredRecord:
-    """A dispatch claims an issue that had no record; otherwise the record is unchanged."""
+def apply_dispatch(
+    record: StoredRecord | None, dispatch: Dispatch, now: datetime, branch: str | None = None
+) -> StoredRecord:
+    """A dispatch claims an issue that had no record; otherwise the record is unchanged.
+
+    The claim names the issue's branch once (``branch``): recorded in the workpad,
+    it stays the branch when the issue's title is edited later.
+    """
     if record is None:
-        return new_record(dispatch.phase, now)
+        return new_record(dispatch.phase, now, branch)
     return record
 
 

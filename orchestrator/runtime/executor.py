@@ -16,7 +16,7 @@ from datetime import datetime
 from structlog.contextvars import bound_contextvars
 
 from orchestrator.agent import IssueRef as WorkspaceIssue
-from orchestrator.agent import RepoSource
+from orchestrator.agent import RepoSource, branch_name
 from orchestrator.agent.errors import AgentLayerError
 from orchestrator.domain.actions import (
     Action,
@@ -251,7 +251,14 @@ class Executor:
             row = self.records.create(
                 action.issue,
                 title=item.issue.title,
-                record=apply_dispatch(None, action, now),
+                record=apply_dispatch(
+                    None,
+                    action,
+                    now,
+                    branch_name(
+                        run.view.flow.pr.branch_prefix, action.issue.number, item.issue.title
+                    ),
+                ),
                 now=now,
                 reason="claimed",
                 labels=sorted(item.issue.labels),

@@ -49,6 +49,7 @@ from orchestrator.agent.results import CONTEXT_FILE
 from orchestrator.agent.safe_files import write_file
 from orchestrator.agent.snapshot import HeadSnapshot
 from orchestrator.domain.actions import Dispatch, SideEffect, SideEffectKind
+from orchestrator.domain.effects import recorded_branch
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.planner import plan
 from orchestrator.domain.record_updates import record_outcome
@@ -87,8 +88,8 @@ _GIT_TIMEOUT_S = 60.0
 
 
 def issue_branch(record: StoredRecord, view: PolicyView, number: int) -> str:
-    """The issue's branch: the recorded one, else the name the planner derives from the number."""
-    return record.workpad.branch or f"{view.flow.pr.branch_prefix}issue-{number}"
+    """The issue's branch, as the planner names it (see ``recorded_branch``)."""
+    return recorded_branch(record, view.flow.pr.branch_prefix, number)
 
 
 @dataclass(frozen=True)

@@ -269,7 +269,7 @@ def daemon_lives(flow: Flow, db_url: str) -> Iterator[DaemonLives]:
 
 
 def issue_of_branch(branch: str, prefix: str = "orchestrator/") -> int | None:
-    """The issue number in a branch the daemon named (``orchestrator/issue-7``)."""
+    """The issue number in a branch the daemon named (``orchestrator/7-add-a-widget``)."""
     found = re.fullmatch(rf"{re.escape(prefix)}\D*(\d+)\b.*", branch)
     return int(found.group(1)) if found else None
 

@@ -255,6 +255,12 @@ class Flow:
         row = self.d.records.get(self.ref(number))
         return row.record if row is not None else None
 
+    def branch(self, number: int) -> str:
+        """The branch the daemon named for the issue when it claimed it."""
+        record = self.record(number)
+        assert record is not None and record.workpad.branch, f"#{number} has no branch yet"
+        return record.workpad.branch
+
     def phase(self, number: int) -> str | None:
         record = self.record(number)
         phase = record.phase.value if record is not None else None

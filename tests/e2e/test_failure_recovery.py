@@ -40,9 +40,9 @@ def test_pr_creation_fails_after_push_keeps_implementing_then_publishes(
         assert flow.phase(number) == "implementing"
         record = flow.record(number)
         assert record is not None and record.last_outcome is not None
-        assert record.workpad.branch == "orchestrator/issue-1"
+        assert record.workpad.branch == "orchestrator/1-add-the-feature"
         assert record.workpad.pr is None
-        branch = flow.rest("GET", f"/repos/{world.repo}/branches/orchestrator/issue-1")
+        branch = flow.rest("GET", f"/repos/{world.repo}/branches/{record.workpad.branch}")
         assert branch["commit"]["sha"] == record.last_outcome.head_after
         assert outbox(flow, "create_pr") == ["failed"]
         assert flow.pulls() == []
@@ -114,7 +114,7 @@ def test_new_commit_after_review_invalidates_it_and_reviews_the_new_head(
         flow.run_to_phase(number, "waiting_for_checks")
         pr = flow.pr_number(number)
         reviewed = flow.head(pr)
-        new_head = flow.push_as_human("orchestrator/issue-1")
+        new_head = flow.push_as_human(flow.branch(number))
         flow.check(pr, "success")
         flow.step()
         assert flow.phase(number) == "reviewing"
