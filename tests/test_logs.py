@@ -105,7 +105,7 @@ def test_context_is_carried_into_worker_threads(stream: io.StringIO) -> None:
     line = _lines(stream)[0]
     assert (line["repo"], line["issue"], line["phase"], line["run_id"]) == (
         "acme/app",
-        7,
+        "acme/app#7",
         "implementing",
         "r-1",
     )
