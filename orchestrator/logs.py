@@ -109,9 +109,14 @@ def bind_process(**values: Any) -> None:
     """Fields on every line this process writes from now on, whatever thread writes it.
 
     Context variables do not reach the threads of libraries (the web server's,
-    the scheduler's); these do. A value bound in the context wins over one bound here.
+    the scheduler's); these do. A value bound in the context wins over one bound
+    here; binding None removes the field.
     """
-    _process_fields.update(values)
+    for key, value in values.items():
+        if value is None:
+            _process_fields.pop(key, None)
+        else:
+            _process_fields[key] = value
 
 
 def _add_process_fields(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
