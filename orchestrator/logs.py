@@ -274,9 +274,10 @@ def error_fields(error: BaseException) -> dict[str, str]:
 
     ``error_type`` is the class name, ``error`` the message cut to
     :data:`ERROR_TEXT_LIMIT` characters (an agent can make it huge), and
-    ``error_at`` the innermost frame as ``file:line in function``.
+    ``error_at`` the innermost frame as ``file:line in function``. The message is
+    redacted: these fields are also stored (a run's ``error``) and shown.
     """
-    text = str(error)
+    text = redact_text(str(error))
     if len(text) > ERROR_TEXT_LIMIT:
         text = f"{text[:ERROR_TEXT_LIMIT]}... ({len(text)} characters)"
     where = ""

@@ -21,6 +21,7 @@ from orchestrator.logs import (
     bind_process,
     clear_context,
     configure_logging,
+    error_fields,
     get_logger,
     in_current_context,
     issue_key,
@@ -242,3 +243,12 @@ def test_a_cli_error_is_shown_without_the_credential_it_quotes() -> None:
     assert result.exit_code == 1
     assert "s3cr3t-in-url" not in result.output
     assert "https://***@ghe.example/api" in result.output
+
+
+def test_error_fields_are_redacted_as_they_are_also_stored() -> None:
+    try:
+        raise OSError("push to https://x-access-token:tok3n-in-push@git.example/a.git failed")
+    except OSError as error:
+        fields = error_fields(error)
+    assert "tok3n-in-push" not in fields["error"]
+    assert "https://***@git.example/a.git" in fields["error"]

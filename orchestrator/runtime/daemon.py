@@ -40,6 +40,7 @@ from orchestrator.logs import (
     bind_process,
     error_fields,
     get_logger,
+    redact_text,
     register_secret,
 )
 from orchestrator.runtime.assembly import (
@@ -414,7 +415,8 @@ class Daemon:
                 self.db_health.failed(error, where="tick")
                 self.last_tick_error = f"database unreachable: {short_message(error)}"
                 return None
-            self.last_tick_error = f"{type(error).__name__}: {error}"
+            # Shown on the status API and the dashboard: no credential an error may quote.
+            self.last_tick_error = redact_text(f"{type(error).__name__}: {error}")
             log.exception("tick_failed")
             return None
         finally:
