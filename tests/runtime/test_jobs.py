@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -92,3 +93,28 @@ def test_a_missed_run_is_a_named_event_without_a_traceback(stream: io.StringIO) 
     assert missed["job"] == "reaper" and missed["late_s"] >= 3
     assert missed["scheduled_at"] == scheduled.isoformat()
     assert "traceback" not in missed
+
+
+def test_apschedulers_own_sentences_are_dropped_and_its_other_errors_kept(
+    stream: io.StringIO,
+) -> None:
+    idle = Jobs(
+        poll=lambda: None,
+        heartbeat=lambda: None,
+        claim=lambda: None,
+        reap=lambda: None,
+        interval_s=60,
+        heartbeat_s=60,
+    )
+    scheduler = start_scheduler(idle)
+    scheduler.shutdown(wait=True)
+    executors = logging.getLogger("apscheduler.executors.default")
+    executors.warning('Run time of job "%s" was missed by %s', "reaper", "0:00:03")
+    executors.error('Job "%s" raised an exception', "poll")
+    logging.getLogger("apscheduler.scheduler").warning(
+        'Execution of job "%s" skipped: maximum number of running instances reached (%d)',
+        "claim",
+        1,
+    )
+    executors.error("Error running job %s", "poll")
+    assert [line["event"] for line in lines(stream)] == ["Error running job poll"]
