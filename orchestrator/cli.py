@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from typing import Any
 
 import click
@@ -35,6 +36,20 @@ class LazyGroup(click.Group):
     def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._lazy = lazy
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the subcommand; an error it reports is shown without any credential in it."""
+        try:
+            return super().invoke(ctx)
+        except click.ClickException as error:
+            from orchestrator.logs import redact_text
+
+            shown = redact_text(error.format_message())
+            if shown == error.format_message():
+                raise
+            if isinstance(error, click.UsageError):
+                raise click.UsageError(shown, error.ctx) from None
+            raise click.ClickException(shown) from None
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(set(super().list_commands(ctx)) | self._available())
@@ -88,5 +103,17 @@ def cli(log_format: str, log_level: str) -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="orchestrator")
+    """Console-script entry point.
+
+    An error nothing caught ends the process with its traceback, redacted like
+    every log line (an exception's text may quote a URL with its credentials).
+    """
+    try:
+        cli(prog_name="orchestrator")
+    except Exception:
+        import traceback
+
+        from orchestrator.logs import redact_text
+
+        sys.stderr.write(redact_text(traceback.format_exc()))
+        raise SystemExit(1) from None

@@ -2,9 +2,11 @@
 
 Every log line, whether it comes from structlog or from a stdlib logger
 (apscheduler, alembic, urllib3, uvicorn), goes through the same processors:
-context variables (repo, issue, phase, run_id), a timestamp, exception
-formatting, and then secret redaction, which runs last before rendering so
-nothing that looks like a token is ever written.
+context variables (repo, issue, phase, run_id), the process's own fields
+(``replica``), a timestamp, exception formatting, and then secret redaction,
+which runs last before rendering so nothing that looks like a token is ever
+written. :func:`redact_text` is the one redaction every output path uses: log
+lines, the command line's error messages and exception messages.
 """
 
 from __future__ import annotations
@@ -22,15 +24,25 @@ from typing import Any, TypeVar
 import structlog
 from structlog.types import EventDict, Processor
 
-REDACTED = "[REDACTED]"
+REDACTED = "***"
 
-# GitHub token shapes: classic, OAuth, user-to-server, server-to-server, refresh, fine-grained.
+# Each pattern's first group (when it has one) is kept, the rest of the match masked.
 _TOKEN_PATTERNS = [
+    # GitHub token shapes: classic, OAuth, user-to-server, server-to-server, refresh,
+    # fine-grained.
     re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{16,255}\b"),
     re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b"),
+    # Authorization headers, whatever their scheme.
     re.compile(r"(?i)\b(authorization\s*[:=]\s*[\"']?)(?:token|bearer|basic)\s+[^\s\"',}]+"),
     re.compile(r"(?i)\b((?:token|bearer)\s+)[A-Za-z0-9_\-\.=]{16,}"),
-    re.compile(r"(?i)(https?://)[^/\s:@]+:[^/\s@]+@"),
+    # The user information of a URL (``https://user:TOKEN@host``, ``https://TOKEN@host``).
+    re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s@\"'<>]+(?=@)"),
+    # Git's basic-auth user for tokens, wherever it is written (``x-access-token:TOKEN``).
+    re.compile(r"(?i)\b(x-access-token:)[^\s@/\"',}]+"),
+    # Tokens in a query string (``?access_token=...``, ``&token=...``).
+    re.compile(
+        r"(?i)([?&;](?:access_token|token|private_token|client_secret|password|sig)=)[^&\s#\"'<>]+"
+    ),
 ]
 _SENSITIVE_KEYS = frozenset({"authorization", "token", "password", "secret", "github_token"})
 
@@ -90,6 +102,44 @@ def redact_secrets(_logger: Any, _method: str, event_dict: EventDict) -> EventDi
     return event_dict
 
 
+_process_fields: dict[str, Any] = {}
+
+
+def bind_process(**values: Any) -> None:
+    """Fields on every line this process writes from now on, whatever thread writes it.
+
+    Context variables do not reach the threads of libraries (the web server's,
+    the scheduler's); these do. A value bound in the context wins over one bound
+    here; binding None removes the field.
+    """
+    for key, value in values.items():
+        if value is None:
+            _process_fields.pop(key, None)
+        else:
+            _process_fields[key] = value
+
+
+def _add_process_fields(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
+    for key, value in _process_fields.items():
+        event_dict.setdefault(key, value)
+    return event_dict
+
+
+def issue_key(repo: str, number: int) -> str:
+    """An issue as every log line names it: ``owner/repo#N``."""
+    return f"{repo}#{number}"
+
+
+def _qualify_issue(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
+    # A bare issue number is named with its repository, so that filtering on one
+    # ``issue="owner/repo#N"`` finds every line about it.
+    issue, repo = event_dict.get("issue"), event_dict.get("repo")
+    bare = isinstance(issue, int) and not isinstance(issue, bool)
+    if (bare or (isinstance(issue, str) and issue.isdigit())) and isinstance(repo, str):
+        event_dict["issue"] = issue_key(repo, int(issue))  # type: ignore[arg-type]
+    return event_dict
+
+
 def _drop_color_message(_logger: Any, _method: str, event_dict: EventDict) -> EventDict:
     # uvicorn duplicates its message with ANSI colours under this key.
     event_dict.pop("color_message", None)
@@ -99,6 +149,8 @@ def _drop_color_message(_logger: Any, _method: str, event_dict: EventDict) -> Ev
 def _shared_processors() -> list[Processor]:
     return [
         structlog.contextvars.merge_contextvars,
+        _add_process_fields,
+        _qualify_issue,
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
@@ -222,9 +274,10 @@ def error_fields(error: BaseException) -> dict[str, str]:
 
     ``error_type`` is the class name, ``error`` the message cut to
     :data:`ERROR_TEXT_LIMIT` characters (an agent can make it huge), and
-    ``error_at`` the innermost frame as ``file:line in function``.
+    ``error_at`` the innermost frame as ``file:line in function``. The message is
+    redacted: these fields are also stored (a run's ``error``) and shown.
     """
-    text = str(error)
+    text = redact_text(str(error))
     if len(text) > ERROR_TEXT_LIMIT:
         text = f"{text[:ERROR_TEXT_LIMIT]}... ({len(text)} characters)"
     where = ""

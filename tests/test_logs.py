@@ -5,19 +5,26 @@ from __future__ import annotations
 import io
 import json
 import logging
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import click
 import pytest
 import structlog
+from click.testing import CliRunner
 
+from orchestrator.cli import LazyGroup
 from orchestrator.logs import (
     REDACTED,
     bind_context,
+    bind_process,
     clear_context,
     configure_logging,
+    error_fields,
     get_logger,
     in_current_context,
+    issue_key,
     read_json_log,
     redact_text,
     register_secret,
@@ -105,7 +112,7 @@ def test_context_is_carried_into_worker_threads(stream: io.StringIO) -> None:
     line = _lines(stream)[0]
     assert (line["repo"], line["issue"], line["phase"], line["run_id"]) == (
         "acme/app",
-        7,
+        "acme/app#7",
         "implementing",
         "r-1",
     )
@@ -157,3 +164,91 @@ def test_a_json_log_is_read_back_skipping_plain_and_cut_lines(tmp_path: Path) ->
         encoding="utf-8",
     )
     assert read_json_log(log) == [{"event": "tick", "issues": 3}]
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        (
+            f"https://user:{CONFIGURED}@example.org/api",
+            "https://***@example.org/api",
+        ),
+        ("https://opaque-token-value@example.org/x.git", "https://***@example.org/x.git"),
+        (
+            "git push https://x-access-token:abc123def456@github.example/acme/app.git",
+            "git push https://***@github.example/acme/app.git",
+        ),
+        ("user x-access-token:abc123def456 failed", "user x-access-token:*** failed"),
+        (
+            "GET /api/user?access_token=abc123def456&page=2",
+            "GET /api/user?access_token=***&page=2",
+        ),
+        ("GET /hook?page=2&token=abc123def456", "GET /hook?page=2&token=***"),
+        ("Authorization: Bearer abc123def456", "Authorization: ***"),
+    ],
+)
+def test_every_url_embedded_credential_is_masked_and_the_rest_kept(raw: str, shown: str) -> None:
+    register_secret(CONFIGURED)
+    assert redact_text(raw) == shown
+
+
+def test_plain_urls_and_issue_names_are_left_alone() -> None:
+    for text in ("https://github.example/acme/app/pull/3", "acme/app#7", "git@github.com:a/b"):
+        assert redact_text(text) == text
+
+
+def test_a_credential_in_a_traceback_is_masked(stream: io.StringIO) -> None:
+    try:
+        raise ConnectionError("GET https://bot:tok3n-in-url@ghe.example/api/v3/user failed")
+    except ConnectionError:
+        get_logger("t").exception("tick_failed")
+    assert "tok3n-in-url" not in stream.getvalue()
+    assert "https://***@ghe.example/api/v3/user" in str(_lines(stream)[0]["exception"])
+
+
+def test_process_fields_reach_library_threads_and_context_wins(stream: io.StringIO) -> None:
+    bind_process(replica="replica-a")
+    try:
+        thread = threading.Thread(
+            target=lambda: logging.getLogger("uvicorn.error").warning("Started server process")
+        )
+        thread.start()
+        thread.join()
+        bind_context(replica="replica-b")
+        get_logger("t").info("tick")
+    finally:
+        bind_process(replica=None)
+    first, second = _lines(stream)
+    assert (first["logger"], first["replica"]) == ("uvicorn.error", "replica-a")
+    assert second["replica"] == "replica-b"
+
+
+def test_a_bare_issue_number_is_named_with_its_repository(stream: io.StringIO) -> None:
+    log = get_logger("t")
+    log.info("claim_lost", repo="acme/app", issue=7)
+    log.info("claim_lost", repo="acme/app", issue="8")
+    log.info("claim_lost", repo="acme/app", issue="acme/app#9")
+    assert [line["issue"] for line in _lines(stream)] == ["acme/app#7", "acme/app#8", "acme/app#9"]
+    assert issue_key("acme/app", 3) == "acme/app#3"
+
+
+def test_a_cli_error_is_shown_without_the_credential_it_quotes() -> None:
+    group = LazyGroup(lazy={})
+
+    @group.command("fail")
+    def fail() -> None:
+        raise click.ClickException("cannot reach https://bot:s3cr3t-in-url@ghe.example/api")
+
+    result = CliRunner().invoke(group, ["fail"])
+    assert result.exit_code == 1
+    assert "s3cr3t-in-url" not in result.output
+    assert "https://***@ghe.example/api" in result.output
+
+
+def test_error_fields_are_redacted_as_they_are_also_stored() -> None:
+    try:
+        raise OSError("push to https://x-access-token:tok3n-in-push@git.example/a.git failed")
+    except OSError as error:
+        fields = error_fields(error)
+    assert "tok3n-in-push" not in fields["error"]
+    assert "https://***@git.example/a.git" in fields["error"]

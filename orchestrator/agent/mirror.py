@@ -121,7 +121,7 @@ class MirrorStore:
         path = self.path_for(source)
         if path.exists() and not _looks_like_a_repository(path):
             # A process killed while creating it left a folder git does not recognize.
-            log.warning("mirror_damaged", repo=source.clean_url, mirror=str(path))
+            log.warning("mirror_damaged", remote=source.clean_url, mirror=str(path))
             shutil.rmtree(path, ignore_errors=True)
         created = not path.exists()
         if created:
@@ -136,7 +136,7 @@ class MirrorStore:
         default = _default_branch_of(head)
         if default is not None:
             self._git(["symbolic-ref", "HEAD", f"refs/heads/{default}"], path)
-        log.info("mirror_created" if created else "mirror_fetched", repo=source.clean_url)
+        log.info("mirror_created" if created else "mirror_fetched", remote=source.clean_url)
         return path
 
     def _create(self, path: Path) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import httpx
 
 from orchestrator.demo.world import REPO, DemoWorld
-from orchestrator.logs import get_logger
+from orchestrator.logs import get_logger, issue_key
 
 log = get_logger(__name__)
 
@@ -152,7 +152,11 @@ class HumanReviewer(threading.Thread):
                     )
                     if number not in self.approved:
                         self.approved.append(number)
-                    log.info("demo_human_approved", issue=number, label=self.approval_label)
+                    log.info(
+                        "demo_human_approved",
+                        issue=issue_key(REPO, number),
+                        label=self.approval_label,
+                    )
             except (httpx.HTTPError, OSError, ValueError) as exc:
                 log.warning("demo_human_error", error=str(exc))
 

@@ -27,7 +27,7 @@ from orchestrator.github.outcomes import (
     PRInfo,
     PROpen,
 )
-from orchestrator.logs import get_logger
+from orchestrator.logs import get_logger, issue_key
 
 log = get_logger(__name__)
 
@@ -122,7 +122,6 @@ class GitHubGateway:
                         continue
                     return error
                 pr = PRInfo.from_rest(response.data)
-                log.info("side_effect", kind="create_pr", repo=repo, pr=pr.number, branch=branch)
                 return PROpen(pr, created=True)
             return GitHubError(
                 f"POST /repos/{repo}/pulls",
@@ -246,7 +245,9 @@ class GitHubGateway:
                     )
                 except GitHubError as error:
                     if error.retryable:
-                        log.warning("comment_create_uncertain", repo=repo, issue=number)
+                        log.warning(
+                            "comment_create_uncertain", repo=repo, issue=issue_key(repo, number)
+                        )
                         continue
                     return error
                 return CommentUpserted(

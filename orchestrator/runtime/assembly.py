@@ -18,7 +18,7 @@ from orchestrator.agent import RepoSource
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.retry import RetryPolicy
-from orchestrator.logs import get_logger
+from orchestrator.logs import get_logger, redact_text
 from orchestrator.runtime.claimer import TurnClaimer
 from orchestrator.runtime.executor import Executor
 from orchestrator.runtime.gate import SideEffectGate
@@ -169,9 +169,9 @@ def preflight(github: GitHubAccess, view: PolicyView) -> RepoSource | None:
         data = github.client.request("GET", f"/repos/{view.repo}").data
     except (GitHubError, RateLimited) as error:
         if view.policy.rollout.preflight_required:
+            endpoint = redact_text(view.policy.tracker.endpoint)
             raise AssemblyError(
-                f"preflight: cannot read {view.repo} at {view.policy.tracker.endpoint} "
-                f"with the tracker token: {error}"
+                f"preflight: cannot read {view.repo} at {endpoint} with the tracker token: {error}"
             ) from None
         log.warning("preflight_failed", error=str(error))
         return None

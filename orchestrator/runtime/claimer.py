@@ -28,7 +28,7 @@ from orchestrator.agent.turn import new_run_id
 from orchestrator.domain.actions import Dispatch
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.snapshot import IssueRef, PullRequest, RunningAgent, TrackedIssue
-from orchestrator.logs import bind_context, get_logger
+from orchestrator.logs import bind_context, get_logger, issue_key
 from orchestrator.runtime.handoff import HandoffError, TurnInputs, decode_inputs, encode_inputs
 from orchestrator.runtime.records import RecordStore
 from orchestrator.runtime.turns import HeldTurn, TurnJob, TurnRunner
@@ -172,7 +172,7 @@ class TurnClaimer:
             self._unfinished.pop(claim_id, None)
             self._held.pop(claim_id, None)
         if not finished:
-            log.warning("claim_lost", run_id=slot.run_id, issue=slot.ref.number)
+            log.warning("claim_lost", run_id=slot.run_id, issue=str(slot.ref))
 
     def _start(
         self,
@@ -192,14 +192,16 @@ class TurnClaimer:
             )
             log.warning(
                 "claim_taken_over",
-                issue=claimed.number,
+                issue=issue_key(claimed.repo, claimed.number),
                 run_id=claimed.run_id,
                 previous_run_id=claimed.previous_run_id,
             )
         try:
             inputs = decode_inputs(claimed.payload)
         except HandoffError as error:
-            log.error("claim_unreadable", issue=claimed.number, error=str(error))
+            log.error(
+                "claim_unreadable", issue=issue_key(claimed.repo, claimed.number), error=str(error)
+            )
             self.db.claims.finish(claimed.claim_id, self.replica_id, now=now)
             return False
         row = self.records.get_by_id(claimed.issue_id)
@@ -216,7 +218,11 @@ class TurnClaimer:
             # not be the last one (a holder that took the claim over may have died before
             # closing it, leaving its own run id), so the claim the outcome was recorded
             # under counts too. Never judged by time: the replicas' clocks may disagree.
-            log.info("claim_already_recorded", issue=claimed.number, run_id=claimed.previous_run_id)
+            log.info(
+                "claim_already_recorded",
+                issue=issue_key(claimed.repo, claimed.number),
+                run_id=claimed.previous_run_id,
+            )
             self.db.claims.finish(claimed.claim_id, self.replica_id, now=now)
             return False
         dispatch = inputs.dispatch
@@ -249,7 +255,7 @@ class TurnClaimer:
             return False
         log.info(
             "turn_claimed",
-            issue=dispatch.issue.number,
+            issue=str(dispatch.issue),
             run_id=claimed.run_id,
             dispatched_phase=dispatch.phase.value,
             attempt=dispatch.attempt,
@@ -292,7 +298,7 @@ class TurnClaimer:
         for claim_id, slot in lost:
             if self.pool.cancel(slot.ref, "claim_lost"):
                 log.warning(
-                    "claim_lost", run_id=slot.run_id, issue=slot.ref.number, claim_id=claim_id
+                    "claim_lost", run_id=slot.run_id, issue=str(slot.ref), claim_id=claim_id
                 )
         return len(held & local)
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol
 
-from apscheduler.events import JobExecutionEvent
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from orchestrator.agent import RepoSource, SettingsError
@@ -36,7 +35,14 @@ from orchestrator.domain.snapshot import IssueRef
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.errors import RateLimited
 from orchestrator.github.retry import RetryPolicy
-from orchestrator.logs import bind_context, error_fields, get_logger, register_secret
+from orchestrator.logs import (
+    bind_context,
+    bind_process,
+    error_fields,
+    get_logger,
+    redact_text,
+    register_secret,
+)
 from orchestrator.runtime.assembly import (
     AssemblyError,
     Parts,
@@ -202,6 +208,8 @@ class Daemon:
 
     def start(self) -> None:
         """Everything before the first tick; raises :class:`DaemonError` with the reason."""
+        # Every line of this process names its replica, the web server's and scheduler's too.
+        bind_process(replica=self.replica_id)
         self._hardened = forbid_inspection() if self._harden else False
         try:
             self.source = PolicySource(self.policy_path, env=self._env)
@@ -407,7 +415,8 @@ class Daemon:
                 self.db_health.failed(error, where="tick")
                 self.last_tick_error = f"database unreachable: {short_message(error)}"
                 return None
-            self.last_tick_error = f"{type(error).__name__}: {error}"
+            # Shown on the status API and the dashboard: no credential an error may quote.
+            self.last_tick_error = redact_text(f"{type(error).__name__}: {error}")
             log.exception("tick_failed")
             return None
         finally:
@@ -550,7 +559,6 @@ class Daemon:
                 heartbeat=self._heartbeat,
                 claim=self._claim_job,
                 reap=self._reap,
-                on_error=self._job_failed,
                 interval_s=interval,
                 heartbeat_s=heartbeat,
             )
@@ -612,9 +620,6 @@ class Daemon:
         reaped = self.cluster.reap()
         if reaped:
             log.info("leases_reaped", count=reaped)
-
-    def _job_failed(self, event: JobExecutionEvent) -> None:
-        log.error("scheduler_job_failed", job=event.job_id, error=str(event.exception))
 
     def _first_event(self, slot: TurnSlot, at: datetime) -> None:
         try:

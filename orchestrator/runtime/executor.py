@@ -162,7 +162,7 @@ class Executor:
             ref = action.issue
             row = run.rows.get(ref)
             phase = row.record.phase.value if row is not None else None
-            with bound_contextvars(repo=ref.repo, issue=ref.number, phase=phase):
+            with bound_contextvars(repo=ref.repo, issue=str(ref), phase=phase):
                 self._apply(run, action, items.get(ref))
         return run.report
 
@@ -267,8 +267,11 @@ class Executor:
         # Queued, not started: whichever replica claims it runs it (this one first).
         if self.claimer.queue(action, issue_id=row.issue_id, issue=item.issue, pr=item.pr):
             run.report.dispatched += 1
+            # The phase bound for this action was read before the dispatch created the
+            # issue's record (none for a newly claimed issue): name the record's phase now.
             log.info(
                 "dispatch",
+                phase=row.record.phase.value,
                 dispatched_phase=action.phase.value,
                 attempt=action.attempt,
                 reason=action.reason,

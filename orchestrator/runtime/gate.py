@@ -112,7 +112,7 @@ class SideEffectGate:
             stop = self._kill_switch(effect, view, row)
         except GitHubError as error:
             reason = f"could not re-check the kill switch labels: {error}"
-            log.warning("side_effect_unchecked", kind=kind, key=key, error=reason)
+            log.warning("side_effect_unchecked", **_fields(effect), error=reason)
             return GateOutcome(Verdict.FAILED, row, reason=reason)
         labels = self.switches.issue_labels(effect.issue)
         mode = effective_rollout_mode(
@@ -136,16 +136,22 @@ class SideEffectGate:
                 fence=fence,
             )
         except FenceLost as lost:
-            log.warning("side_effect_fenced", kind=kind, key=key, reason=str(lost))
+            log.warning(
+                "side_effect_fenced", **_fields(effect, Verdict.FENCED, mode), reason=str(lost)
+            )
             return GateOutcome(Verdict.FENCED, row, reason=str(lost))
         # The workpad comment is upserted whatever the outbox says: the same text may be
         # wanted again after other versions were written (upserting an equal body is free).
         if intent.already_done and effect.kind is not SideEffectKind.UPSERT_WORKPAD:
             done = EffectResult(ok=True, data=MappingProxyType(dict(intent.result or {})))
-            log.info("side_effect_skipped", kind=kind, key=key, reason="already done")
+            log.info(
+                "side_effect_skipped",
+                **_fields(effect, Verdict.ALREADY_DONE, mode),
+                reason="already done",
+            )
             return GateOutcome(Verdict.ALREADY_DONE, self._fold(request, done), done)
         if intent.maybe_applied:
-            log.warning("side_effect_recheck", kind=kind, key=key, attempts=intent.attempts)
+            log.warning("side_effect_recheck", **_fields(effect), attempts=intent.attempts)
         # (d) the write.
         target = WriteTarget(
             repo=effect.issue.repo,
@@ -164,13 +170,16 @@ class SideEffectGate:
             raise
         # (e) the result, logged before it is recorded: GitHub has it even if the database
         # went away meanwhile (the intent then stays open and is re-checked before a retry).
+        verdict = Verdict.DONE if result.ok else Verdict.FAILED
+        facts = _facts(effect, result)
         if result.ok:
-            log.info("side_effect", kind=kind, key=key, mode=mode.value)
+            log.info("side_effect", **_fields(effect, verdict, mode), **facts)
             self.db.outbox.complete(key, result=dict(result.data), now=self.clock())
         else:
-            log.warning("side_effect_failed", kind=kind, key=key, error=result.error)
+            log.warning(
+                "side_effect_failed", **_fields(effect, verdict, mode), **facts, error=result.error
+            )
             self.db.outbox.fail(key, error={"error": result.error}, now=self.clock())
-        verdict = Verdict.DONE if result.ok else Verdict.FAILED
         return GateOutcome(verdict, self._fold(request, result), result, result.error or "")
 
     # ------------------------------------------------------------ kill switches
@@ -241,18 +250,12 @@ class SideEffectGate:
             reason=reason,
             now=self.clock(),
         )
-        log.warning(
-            "side_effect_refused",
-            kind=effect.kind.value,
-            key=effect.idempotency_key,
-            status=status.value,
-            reason=reason,
-        )
         verdict = (
             Verdict.REFUSED_BY_MODE
             if status is SideEffectStatus.REFUSED_BY_MODE
             else Verdict.REFUSED_BY_KILL_SWITCH
         )
+        log.warning("side_effect_refused", **_fields(effect, verdict, mode), reason=reason)
         return GateOutcome(verdict, request.row, reason=reason)
 
     def _fold(self, request: _Request, result: EffectResult) -> RecordRow | None:
@@ -298,6 +301,34 @@ class _Request:
     @property
     def issue_id(self) -> int | None:
         return self.row.issue_id if self.row is not None else None
+
+
+def _fields(
+    effect: SideEffect, outcome: Verdict | None = None, mode: RolloutMode | None = None
+) -> dict[str, str]:
+    """The stable keys of a write's log line: what, on which issue, with what verdict, in
+    which rollout mode, under which idempotency key."""
+    fields = {"action": effect.kind.value, "issue": str(effect.issue), "repo": effect.issue.repo}
+    if outcome is not None:
+        fields["outcome"] = outcome.value
+    if mode is not None:
+        fields["mode"] = mode.value
+    fields["key"] = effect.idempotency_key
+    return fields
+
+
+def _facts(effect: SideEffect, result: EffectResult) -> dict[str, Any]:
+    """What the write touched, when it names it: the pull request and the branch."""
+    payload, data = effect.payload, result.data
+    created = data.get("number") if effect.kind is SideEffectKind.CREATE_PR else None
+    pr = created if created is not None else payload.get("pr_number")
+    facts: dict[str, Any] = {}
+    if isinstance(pr, int):
+        facts["pr"] = pr
+    branch = payload.get("branch") or data.get("branch")
+    if isinstance(branch, str):
+        facts["branch"] = branch
+    return facts
 
 
 def _is_fresh(read_at: float, max_age_s: float) -> bool:

@@ -36,7 +36,7 @@ from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.outcomes import ApprovalActor
 from orchestrator.github.prstate import StateMemo, inspect_pr_state
 from orchestrator.github.queries import MAX_FINGERPRINT_BATCH
-from orchestrator.logs import get_logger
+from orchestrator.logs import get_logger, issue_key
 from orchestrator.runtime.records import RecordRow, RecordStore
 from orchestrator.runtime.sweep import DEFAULT_SWEEP_SPREAD, PassiveSweep
 from orchestrator.runtime.switches import SwitchBoard
@@ -372,7 +372,10 @@ class SnapshotBuilder:
                 raise found
             if isinstance(found, GitHubError):
                 log.warning(
-                    "approval_actor_unreadable", number=number, label=label, error=str(found)
+                    "approval_actor_unreadable",
+                    issue=issue_key(view.repo, number),
+                    label=label,
+                    error=str(found),
                 )
                 continue
             if isinstance(found, ApprovalActor):

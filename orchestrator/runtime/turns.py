@@ -170,7 +170,7 @@ class TurnRunner:
         phase = job.dispatch.phase
         bind_context(
             repo=ref.repo,
-            issue=ref.number,
+            issue=str(ref),
             phase=phase.value,
             run_id=slot.run_id,
             replica=self.replica_id,

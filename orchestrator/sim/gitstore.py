@@ -323,7 +323,7 @@ class GitStore:
             return True
         if done.returncode == 1:
             return False
-        log.warning("mergeability_unknown", repo=str(path), error=done.stderr.strip())
+        log.warning("mergeability_unknown", path=str(path), error=done.stderr.strip())
         return None
 
     def diff_hunk(

@@ -41,7 +41,7 @@ def test_an_approval_is_merged_by_follow_up_ticks_over_that_issue_alone(
         merge_call = next(
             i
             for i, e in enumerate(logs)
-            if e.get("event") == "side_effect" and e.get("kind") == "merge_pr"
+            if e.get("event") == "side_effect" and e.get("action") == "merge_pr"
         )
         whole_line = [i for i, e in enumerate(logs) if e.get("event") == "tick"][whole]
         assert merge_call < whole_line, "the merge was made before the pass over every issue"
@@ -94,7 +94,7 @@ def test_a_new_label_is_acted_on_before_the_pass_over_every_issue(
             ("turn_claimed", None, None),
             ("tick", "whole", 2),
         ], events
-        assert events[1]["issue"] == number
+        assert events[1]["issue"] == f"{world.repo}#{number}"
 
 
 def test_follow_ups_that_outlast_the_interval_end_with_the_whole_tick_it_owed(

@@ -315,9 +315,17 @@ def issue_of_key(key: str) -> int:
     return int(match.group(1))
 
 
+def issue_number(value: object) -> int | None:
+    """The number of a logged ``issue`` (``owner/repo#12``; a bare number is read too)."""
+    if value is None:
+        return None
+    match = re.search(r"(\d+)$", str(value))
+    assert match is not None, value
+    return int(match.group(1))
+
+
 def _issue(event: Event) -> int | None:
-    value = event.fields.get("issue")
-    return int(value) if value is not None else None
+    return issue_number(event.fields.get("issue"))
 
 
 def leader_at(events: Sequence[Event], write: Event) -> Event | None:
@@ -381,12 +389,12 @@ def is_push(event: Event) -> bool:
     """A push: the workspace's ``branch_published`` (logged right after the git push
     returned), or its ``push_branch`` side effect (logged once the outbox has it)."""
     return event.name == "branch_published" or (
-        event.name == "side_effect" and event.fields.get("kind") == "push_branch"
+        event.name == "side_effect" and event.fields.get("action") == "push_branch"
     )
 
 
 def is_merge(event: Event) -> bool:
-    return event.name == "side_effect" and event.fields.get("kind") == "merge_pr"
+    return event.name == "side_effect" and event.fields.get("action") == "merge_pr"
 
 
 @dataclass
@@ -536,7 +544,9 @@ def join_writes(
             (
                 e
                 for e in cut[kind].values()
-                if e is not None and fits(e) and (issue is None or e.fields["issue"] == issue)
+                if e is not None
+                and fits(e)
+                and (issue is None or issue_number(e.fields["issue"]) == issue)
             ),
             None,
         )
@@ -544,7 +554,9 @@ def join_writes(
             join.unlogged.append(f"{write['method']} {path} at {write['time']} (issue {issue})")
             continue
         del cut[kind][killed.life]
-        issue = int(killed.fields["issue"])
+        number = issue_number(killed.fields["issue"])
+        assert number is not None, killed
+        issue = number
         if kind == "push":
             audit.check_push(events, killed, issue)
         elif leader_at(events, killed) is None:
