@@ -252,3 +252,41 @@ def test_find_daemon_reads_only_the_server_keys(tmp_path: Path) -> None:
     assert "server.port is 0" in found.reason
     assert api_url("10.0.0.5", 80) == "http://10.0.0.5:80"
     assert api_url("0.0.0.0", 8080) == "http://127.0.0.1:8080"
+
+
+@pytest.mark.slow
+def test_status_and_a_metrics_scrape_against_a_running_daemon(tmp_path: Path) -> None:
+    import httpx
+
+    from orchestrator.runtime.daemon import Daemon
+    from orchestrator.sim.testing import running_world
+    from tests.e2e.harness import flow_for
+
+    port = free_port()
+    server = {
+        "port": port,
+        "token": "$STATUS_TEST_TOKEN",
+        "metrics_token": "$STATUS_METRICS_TOKEN",
+        "allowed_hosts": ["orchestrator.example.com"],
+    }
+    secrets = {"STATUS_TEST_TOKEN": TOKEN, "STATUS_METRICS_TOKEN": "scrape-only-token"}
+    with (
+        running_world(tmp_path / "sim") as world,
+        flow_for(tmp_path, world, policy={"server": server}, start=False) as flow,
+    ):
+        daemon = Daemon(flow.policy_path, harden=False, env={**flow.env, **secrets})
+        daemon.start()
+        try:
+            daemon.run_scheduler()
+            url = f"http://127.0.0.1:{port}"
+            scrape = {"Authorization": "Bearer scrape-only-token"}
+            assert httpx.get(f"{url}/metrics", headers=scrape).status_code == 200
+            assert httpx.get(f"{url}/metrics").status_code == 401
+            assert httpx.get(f"{url}/api/v1/state", headers=scrape).status_code == 401
+            env = environment(tmp_path, STATUS_TEST_TOKEN=TOKEN)
+            document = json.loads(run_status("--json", cwd=tmp_path, env=env).stdout)
+            assert (document["source"], document["daemon_url"]) == ("daemon", url)
+            assert document["daemon"]["rollout_mode"] == "merge"
+            assert document["daemon"]["role"] == "leader"
+        finally:
+            daemon.shutdown(grace_s=0)
