@@ -389,6 +389,12 @@ def _server(ctx: RuleContext) -> Iterator[Problem]:
                 f"{name!r} is not a host name: write the name alone "
                 "(orchestrator.example.com, no scheme, port or path), or * for any host",
             )
+    if "*" in server.allowed_hosts and server.token is None:
+        yield ctx.warning(
+            "server.allowed_hosts",
+            "* answers any Host header without server.token: a web page can read the "
+            "dashboard and API through DNS rebinding",
+        )
 
 
 def _is_host_name(name: str) -> bool:

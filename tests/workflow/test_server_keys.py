@@ -59,3 +59,17 @@ def test_allowed_hosts_refuses_what_is_not_a_host_name(entry: str) -> None:
         f"WORKFLOW.md:5:19: server.allowed_hosts[0]: {entry!r} is not a host name: write the "
         "name alone (orchestrator.example.com, no scheme, port or path), or * for any host"
     ]
+
+
+def test_a_star_without_a_token_is_a_warning() -> None:
+    open_door = check("---\ntracker:\n  repo: acme/widgets\nserver:\n  allowed_hosts: ['*']\n---\n")
+    assert [str(w) for w in open_door.warnings] == [
+        "WORKFLOW.md:5:3: server.allowed_hosts: warning: * answers any Host header without "
+        "server.token: a web page can read the dashboard and API through DNS rebinding"
+    ]
+    guarded = check(
+        "---\ntracker:\n  repo: acme/widgets\nserver:\n  allowed_hosts: ['*']\n"
+        "  token: $DASH\n---\n",
+        env={**ENV, "DASH": "dashboard-token-1234"},
+    )
+    assert guarded.workflow is not None and not guarded.warnings
