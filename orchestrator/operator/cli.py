@@ -10,6 +10,8 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import shutil
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,62 +36,82 @@ def _open_db(flag: str | None) -> Any:
 @click.command()
 @preference_option("db", "--db", metavar="URL")
 @preference_option("format", "--format", "fmt", type=click.Choice(["table", "json"]))
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the status as one JSON document (--format json)."
+)
 @preference_option("url", "--url", metavar="URL")
-def status(db: str | None, fmt: str | None, url: str | None) -> None:
-    """The dashboard table in the terminal."""
+@preference_option("workflow", "--workflow", metavar="PATH")
+def status(
+    db: str | None, fmt: str | None, as_json: bool, url: str | None, workflow: str | None
+) -> None:
+    """The dashboard table in the terminal, live from the daemon or from the database.
+
+    The daemon is found at --url, else at server.host:server.port of the policy
+    file; it is sent $ORCHESTRATOR_API_TOKEN, else the policy's server.token.
+    When it cannot be reached (and --url is not given), the database is shown.
+    """
     from orchestrator.operator import render
+    from orchestrator.operator.daemon_api import (
+        DaemonAddress,
+        DaemonUnreachable,
+        fetch_state,
+        find_daemon,
+    )
     from orchestrator.web import views
 
-    fmt = resolve("format", fmt)
-    daemon_url = resolve("url", url)
-    if daemon_url:
-        state = _daemon_state(daemon_url)
+    fmt = "json" if as_json else resolve("format", fmt)
+    explicit = resolve("url", url)
+    address = find_daemon(explicit, Path(resolve("workflow", workflow)), os.environ)
+    state: dict[str, Any] | None = None
+    if isinstance(address, DaemonAddress):
+        try:
+            state = fetch_state(address, timeout_s=10 if explicit else 3)
+        except DaemonUnreachable as exc:
+            if explicit:
+                raise click.ClickException(str(exc)) from exc
+            reached = render.Reached(address.url, str(exc))
+        else:
+            reached = render.Reached(address.url, None)
+    else:
+        reached = render.Reached(None, address.reason)
+    if state is not None:
         rows = [views.IssueRow(**row) for row in state["issues"]]
-        daemon = state["daemon"]
         leader = state.get("leader")
         replicas = list(state.get("replicas") or [])
+        queued_turns = int(state.get("queued_turns") or 0)
+        as_of = str(state.get("as_of") or datetime.now(UTC).isoformat())
     else:
         database = _open_db(db)
         try:
             now = datetime.now(UTC)
             rows = views.issue_rows(database, None, now)
-            cluster = views.cluster(database, now)
+            found = views.cluster(database, now)
         finally:
             database.close()
-        daemon = None
-        leader = cluster.leader
-        replicas = [replica.as_json() for replica in cluster.replicas]
+        leader = found.leader
+        replicas = [replica.as_json() for replica in found.replicas]
+        queued_turns = found.queued_turns
+        as_of = now.isoformat()
+    daemon = state["daemon"] if state is not None else None
     if fmt == "json":
-        document = {
-            "daemon": daemon,
-            "leader": leader,
-            "replicas": replicas,
-            "issues": [r.as_json() for r in rows],
-        }
+        document = render.status_document(
+            as_of=as_of,
+            reached=reached,
+            daemon=daemon,
+            leader=leader,
+            replicas=replicas,
+            queued_turns=queued_turns,
+            rows=rows,
+        )
         click.echo(json.dumps(document, indent=2))
         return
-    for line in render.header_lines(daemon):
+    for line in render.header_lines(daemon, not_reached=reached.error):
         click.echo(line)
     for line in render.replica_lines(leader, replicas):
         click.echo(line)
-    click.echo(render.table(rows))
-
-
-def _daemon_state(url: str) -> dict[str, Any]:
-    import httpx
-
-    headers = {}
-    token = os.environ.get("ORCHESTRATOR_API_TOKEN")
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    try:
-        response = httpx.get(f"{url.rstrip('/')}/api/v1/state", headers=headers, timeout=10)
-    except httpx.HTTPError as exc:
-        raise click.ClickException(f"cannot reach the daemon at {url}: {exc}") from exc
-    if response.status_code != 200:
-        raise click.ClickException(f"{url}: HTTP {response.status_code}: {response.text[:200]}")
-    data: dict[str, Any] = response.json()
-    return data
+    # A terminal cuts the table at its width; a pipe or a file gets every line whole.
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else None
+    click.echo(render.table(rows, width=width))
 
 
 @click.group()

@@ -26,7 +26,7 @@ PREFERENCES: dict[str, tuple[type, Any, str]] = {
         "database URL or SQLite path (else $ORCHESTRATOR_DATABASE_URL, else the default file)",
     ),
     "format": (str, "table", "output of status and issue show: table or json"),
-    "url": (str, None, "a running daemon's URL; status then shows live agents"),
+    "url": (str, None, "a running daemon's URL (else status finds it from the policy)"),
     "include_bots": (bool, False, "pr threads: also list threads started by bots"),
     "sort": (str, "file", "pr threads: order by file or time"),
 }

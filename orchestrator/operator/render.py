@@ -1,8 +1,9 @@
-"""Plain-text rendering of the operator views for a terminal."""
+"""Plain-text rendering of the operator views for a terminal, and the status as JSON."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.github.outcomes import FailingCheck
@@ -41,8 +42,11 @@ def _cells(row: IssueRow) -> list[str]:
     ]
 
 
-def table(rows: Sequence[IssueRow], width: int = 160) -> str:
-    """The dashboard table as aligned text columns; the last column is cut to ``width``."""
+def table(rows: Sequence[IssueRow], width: int | None = None) -> str:
+    """The dashboard table as aligned text columns, each line cut to ``width`` when given.
+
+    A terminal gives its width; into a pipe or a file every line is whole.
+    """
     if not rows:
         return "No tracked issues."
     grid = [list(COLUMNS)] + [_cells(row) for row in rows]
@@ -50,13 +54,16 @@ def table(rows: Sequence[IssueRow], width: int = 160) -> str:
     out = []
     for line in grid:
         text = "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=False))
-        out.append((text + "  " + line[-1])[:width].rstrip())
+        whole = text + "  " + line[-1]
+        out.append((whole if width is None else whole[:width]).rstrip())
     return "\n".join(out)
 
 
-def header_lines(daemon: dict[str, Any] | None) -> list[str]:
+def header_lines(daemon: dict[str, Any] | None, *, not_reached: str | None = None) -> list[str]:
+    """The daemon's header: mode, brake, role, sandbox, budgets, polling; or why it is absent."""
     if not daemon:
-        return ["daemon: not reached (showing the database only)"]
+        why = f": {not_reached}" if not_reached else ""
+        return [f"daemon: not reached (showing the database only){why}"]
     lines = [
         f"rollout mode: {daemon['rollout_mode']}   brake: "
         f"{'ON' if daemon['brake_active'] else 'off'}   running agents: {daemon['running']}   "
@@ -194,3 +201,40 @@ def checks(items: Sequence[FailingCheck]) -> str:
             out.append("    log tail:")
             out += [f"      {line}" for line in check.log_tail.splitlines()]
     return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Reached:
+    """Which daemon ``status`` asked (``url``, None when none is known) and why it failed."""
+
+    url: str | None
+    error: str | None
+
+
+def status_document(
+    *,
+    as_of: str,
+    reached: Reached,
+    daemon: dict[str, Any] | None,
+    leader: str | None,
+    replicas: Sequence[dict[str, Any]],
+    queued_turns: int,
+    rows: Sequence[IssueRow],
+) -> dict[str, Any]:
+    """What ``orchestrator status --json`` prints; its keys are documented in docs/runtime.md.
+
+    ``source`` says whether the live daemon answered (``daemon``) or the
+    database was read (``database``; ``daemon`` is then null and
+    ``daemon_error`` says why).
+    """
+    return {
+        "as_of": as_of,
+        "source": "database" if daemon is None else "daemon",
+        "daemon_url": reached.url,
+        "daemon_error": reached.error,
+        "daemon": daemon,
+        "leader": leader,
+        "replicas": list(replicas),
+        "queued_turns": queued_turns,
+        "issues": [row.as_json() for row in rows],
+    }

@@ -221,6 +221,7 @@ class Daemon:
         except WiringError as error:
             raise DaemonError(str(error)) from None
         register_secret(self.view.policy.server.token)
+        register_secret(self.view.policy.server.metrics_token)
         self._db_url = resolve_database_url(self._db_flag, self.view.policy.database.url)
         try:
             self._store = open_store(self._db_url)
@@ -308,7 +309,7 @@ class Daemon:
             return
         self.agents = build_agent_wiring(
             policy,
-            secrets=[policy.tracker.token, policy.server.token],
+            secrets=[policy.tracker.token, policy.server.token, policy.server.metrics_token],
             on_event=self.pool.on_event,
             db_url=self._db_url,
             env=self._env,
@@ -647,6 +648,8 @@ class Daemon:
                 status=self.status,
                 control=self,
                 token=server.token,
+                metrics_token=server.metrics_token,
+                allowed_hosts=server.allowed_hosts,
                 html_base=web_base(self.view),
             )
         except OSError as error:

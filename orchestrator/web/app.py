@@ -2,7 +2,10 @@
 
 Every mutating endpoint needs the bearer token from ``server.token`` (and is
 refused while none is configured); when a token is set, reads need it too.
-Health checks stay open so a container runtime can probe them.
+``/metrics`` also accepts ``server.metrics_token``, and needs one of the two
+once either is set. What no token guards is answered only for the host names
+the server knows (:mod:`orchestrator.web.hosts`), so that a DNS-rebinding page
+cannot read it. Health checks stay open so a container runtime can probe them.
 """
 
 from __future__ import annotations
@@ -16,17 +19,23 @@ from sqlalchemy.exc import SQLAlchemyError
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from orchestrator.logs import get_logger
 from orchestrator.runtime.status import RuntimeStatus
 from orchestrator.store.database import Database
 from orchestrator.web import pages, views
 from orchestrator.web.control import DaemonControl
+from orchestrator.web.hosts import HostRule, host_name
 from orchestrator.web.metrics import make_registry, metrics_text
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 MIN_TICK_AGE = timedelta(seconds=60)
+# Refused hosts are logged once each; past this many, new ones are not logged.
+MAX_LOGGED_HOSTS = 256
+
+log = get_logger(__name__)
 
 
 def error(status: int, code: str, message: str) -> JSONResponse:
@@ -40,16 +49,27 @@ def create_app(
     status: Callable[[], RuntimeStatus | None],
     control: DaemonControl | None,
     token: str | None = None,
+    metrics_token: str | None = None,
+    hosts: HostRule | None = None,
     html_base: str = "https://github.com",
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> Starlette:
-    """The operator's web application over the store and the daemon's live status."""
-    registry = make_registry(db, status)
+    """The operator's web application over the store and the daemon's live status.
 
-    def authorized(request: Request, mutating: bool) -> JSONResponse | None:
+    ``hosts`` decides which ``Host`` headers are answered where no token
+    guards the route (default: a server listening on 127.0.0.1).
+    """
+    registry = make_registry(db, status)
+    host_rule = hosts or HostRule.of("127.0.0.1")
+    refused_hosts: set[str] = set()
+
+    def authorized(request: Request, mutating: bool, *, metrics: bool = False) -> Response | None:
         if request.url.path in OPEN_PATHS:
             return None
-        if token is None:
+        accepted = [t for t in (token, metrics_token if metrics else None) if t]
+        if not accepted:
+            if (refused := misdirected(request)) is not None:
+                return refused
             if mutating:
                 return error(
                     403,
@@ -57,10 +77,27 @@ def create_app(
                     "set server.token to enable the operator API's write endpoints",
                 )
             return None
-        given = request.headers.get("authorization", "")
-        if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+        given = request.headers.get("authorization", "").encode()
+        # Every token is compared, so the time taken does not tell which one nearly matched.
+        matches = [hmac.compare_digest(given, f"Bearer {t}".encode()) for t in accepted]
+        if not any(matches):
             return error(401, "unauthorized", "a valid 'Authorization: Bearer <token>' is required")
         return None
+
+    def misdirected(request: Request) -> Response | None:
+        """421 for a ``Host`` this server does not answer to, logged once per host."""
+        header = request.headers.get("host")
+        if host_rule.accepts(header):
+            return None
+        name = host_name(header or "")[:253]
+        if name not in refused_hosts and len(refused_hosts) < MAX_LOGGED_HOSTS:
+            refused_hosts.add(name)
+            log.warning("web_host_refused", host=name, path=request.url.path)
+        return PlainTextResponse(
+            "421 Misdirected Request: this server does not answer to that Host; "
+            "add the name to server.allowed_hosts, or set server.token\n",
+            status_code=421,
+        )
 
     def current() -> RuntimeStatus | None:
         return status()
@@ -145,7 +182,7 @@ def create_app(
         return JSONResponse({"status": "ready"})
 
     async def metrics(request: Request) -> Response:
-        if (denied := authorized(request, False)) is not None:
+        if (denied := authorized(request, False, metrics=True)) is not None:
             return denied
         return Response(
             metrics_text(registry), media_type="text/plain; version=0.0.4; charset=utf-8"

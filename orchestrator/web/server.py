@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import uvicorn
@@ -15,6 +15,7 @@ from orchestrator.runtime.status import RuntimeStatus
 from orchestrator.store.database import Database
 from orchestrator.web.app import create_app
 from orchestrator.web.control import DaemonControl
+from orchestrator.web.hosts import HostRule
 
 log = get_logger(__name__)
 
@@ -40,10 +41,20 @@ def start_web(
     status: Callable[[], RuntimeStatus | None],
     control: DaemonControl | None,
     token: str | None,
+    metrics_token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
     html_base: str = "https://github.com",
 ) -> WebHandle:
     """Start the dashboard and API on ``host:port`` (port 0 picks a free one)."""
-    app = create_app(db=db, status=status, control=control, token=token, html_base=html_base)
+    app = create_app(
+        db=db,
+        status=status,
+        control=control,
+        token=token,
+        metrics_token=metrics_token,
+        hosts=HostRule.of(host, allowed_hosts),
+        html_base=html_base,
+    )
     config = uvicorn.Config(
         app, host=host, port=port, log_config=None, access_log=False, lifespan="off"
     )

@@ -8,6 +8,7 @@ in the file, ...) are shown by ``orchestrator validate`` and logged on load.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -46,6 +47,7 @@ GITHUB_CREDENTIAL_NAMES = frozenset(
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 _REPO = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
+_DNS_NAME = re.compile(r"^[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_.])?$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _HEADING = re.compile(r"^#{1,6} \S")
 _REF_FORBIDDEN = re.compile(r"[\x00-\x20\x7f~^:?*\[\\]")
@@ -380,6 +382,30 @@ def _server(ctx: RuleContext) -> Iterator[Problem]:
             "server.host",
             f"{server.host} exposes the dashboard and API beyond this machine without server.token",
         )
+    for index, name in enumerate(server.allowed_hosts):
+        if not _is_host_name(name):
+            yield ctx.error(
+                f"server.allowed_hosts[{index}]",
+                f"{name!r} is not a host name: write the name alone "
+                "(orchestrator.example.com, no scheme, port or path), or * for any host",
+            )
+    if "*" in server.allowed_hosts and server.token is None:
+        yield ctx.warning(
+            "server.allowed_hosts",
+            "* answers any Host header without server.token: a web page can read the "
+            "dashboard and API through DNS rebinding",
+        )
+
+
+def _is_host_name(name: str) -> bool:
+    """A DNS name, an IP address (IPv6 bare or in brackets), or ``*``."""
+    if name == "*" or _DNS_NAME.match(name):
+        return True
+    try:
+        ipaddress.ip_address(name.removeprefix("[").removesuffix("]"))
+    except ValueError:
+        return False
+    return True
 
 
 def _database(ctx: RuleContext) -> Iterator[Problem]:

@@ -538,6 +538,20 @@ class ServerSettings:
             secret=True,
         ),
     )
+    metrics_token: str | None = field(
+        default=None,
+        metadata=meta(
+            doc="Bearer token `/metrics` also accepts, for Prometheus (a `$VAR` reference).",
+            secret=True,
+        ),
+    )
+    allowed_hosts: tuple[str, ...] = field(
+        default=(),
+        metadata=meta(
+            doc="Host names the server answers besides its listen address "
+            "(the names a browser or proxy uses to reach it).",
+        ),
+    )
 
 
 @dataclass(frozen=True)

@@ -191,18 +191,26 @@ class Site:
 def site_factory(tmp_path: Path) -> Iterator[object]:
     started: list[tuple[WebHandle, Database]] = []
 
-    def start(token: str | None = None) -> Site:
+    def start(
+        token: str | None = None,
+        *,
+        metrics_token: str | None = None,
+        host: str = "127.0.0.1",
+        allowed_hosts: tuple[str, ...] = (),
+    ) -> Site:
         db = Database.open(f"sqlite:///{tmp_path}/db/orchestrator.db")
         populate(db)
         control = Control(tmp_path / "brake")
         live = Live(make_status())
         handle = start_web(
-            "127.0.0.1",
+            host,
             0,
             db=db,
             status=live,
             control=control,
             token=token,
+            metrics_token=metrics_token,
+            allowed_hosts=allowed_hosts,
             html_base="http://github.test",
         )
         started.append((handle, db))
