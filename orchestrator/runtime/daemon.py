@@ -71,7 +71,7 @@ from orchestrator.runtime.wiring import (
 )
 from orchestrator.runtime.workers import TurnSlot, WorkerPool
 from orchestrator.store.database import Database
-from orchestrator.store.engine import resolve_database_url
+from orchestrator.store.engine import choose_database
 from orchestrator.store.outage import DatabaseHealth, is_unreachable, short_message
 from orchestrator.workflow import Policy, PolicyError, PolicySource, Workflow
 from orchestrator.workflow.source import ReloadOutcome
@@ -221,9 +221,10 @@ class Daemon:
         except WiringError as error:
             raise DaemonError(str(error)) from None
         register_secret(self.view.policy.server.token)
-        self._db_url = resolve_database_url(self._db_flag, self.view.policy.database.url)
+        database = choose_database(self._db_flag, self.view.policy.database.url, self.policy_path)
+        self._db_url = database.url
         try:
-            self._store = open_store(self._db_url)
+            self._store = open_store(self._db_url, upgrade_command=database.command("upgrade"))
         except AssemblyError as error:
             raise DaemonError(str(error)) from None
         self.db = self._store.db
