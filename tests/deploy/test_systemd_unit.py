@@ -170,7 +170,10 @@ RULES: dict[str, Callable[[UnitFile], bool]] = {
     "private_tmp": lambda u: u.value("Service", "PrivateTmp") == "yes",
     "no_new_privileges": lambda u: u.value("Service", "NoNewPrivileges") == "yes",
     "home_protected": lambda u: u.value("Service", "ProtectHome") in ("yes", "read-only"),
-    "migrations_before_start": lambda u: _runs(u, "ExecStartPre", " db upgrade"),
+    # On the database the daemon uses: the same policy file, read the same way.
+    "migrations_before_start": lambda u: _runs(
+        u, "ExecStartPre", " db upgrade --workflow /etc/orchestrator/WORKFLOW.md"
+    ),
     "runs_the_installed_policy": lambda u: _runs(
         u, "ExecStart", " run /etc/orchestrator/WORKFLOW.md"
     ),

@@ -14,6 +14,7 @@ import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from alembic.script import ScriptDirectory
@@ -26,6 +27,8 @@ from orchestrator.cli import cli
 from orchestrator.store import migrate
 from orchestrator.store.engine import DATABASE_URL_ENV, DatabaseChoice, UrlSource, make_engine
 
+# A PostgreSQL password with the characters a URL must percent-encode.
+PASSWORD = "p@ss:w/rd%1"
 # Without a token the policy is invalid; the tests' own environment must not leak in.
 BASE_ENV = {"GITHUB_TOKEN": "ghp_placeholder", DATABASE_URL_ENV: ""}
 
@@ -257,10 +260,16 @@ def password_role(pg_url: str) -> Iterator[tuple[str, str]]:
 
     The throwaway server trusts every login, so a line asking this role for its
     password goes first in the server's pg_hba.conf for the test's duration.
+    The password holds characters a URL must percent-encode, and the URL is
+    written as deploy/README.md tells the operator to.
     """
     admin = create_engine(pg_url, isolation_level="AUTOCOMMIT")
     role = f"pw_{int(time.time() * 1000) % 10**9}"
-    right = make_url(pg_url).set(username=role, password="right-one")
+    server = make_url(pg_url)
+    right = (
+        f"postgresql://{role}:{quote(PASSWORD, safe='')}@{server.host}:{server.port}/"
+        f"{server.database}"
+    )
     with admin.connect() as conn:
         hba = Path(str(conn.execute(text("SHOW hba_file")).scalar_one()))
     if not hba.is_file():
@@ -269,12 +278,15 @@ def password_role(pg_url: str) -> Iterator[tuple[str, str]]:
     original = hba.read_text()
     try:
         with admin.connect() as conn:
-            conn.execute(text(f"CREATE ROLE {role} LOGIN PASSWORD 'right-one'"))
+            # A utility statement takes no parameters; the driver still reads '%%' as '%'.
+            literal = PASSWORD.replace("%", "%%")
+            conn.exec_driver_sql(f"CREATE ROLE {role} LOGIN PASSWORD '{literal}'")
             conn.execute(text(f"GRANT ALL ON SCHEMA public TO {role}"))
         hba.write_text(f"host all {role} 127.0.0.1/32 scram-sha-256\n{original}")
         _reload(admin)
-        _wait_until_refused(right.set(password="wrong-one").render_as_string(hide_password=False))
-        yield role, right.render_as_string(hide_password=False)
+        wrong = make_url(right).set(password="wrong-one").render_as_string(hide_password=False)
+        _wait_until_refused(wrong)
+        yield role, right
     finally:
         hba.write_text(original)
         _reload(admin)
