@@ -15,11 +15,12 @@ if TYPE_CHECKING:
 
 DB_HELP = (
     "Database URL or SQLite file path. Precedence: this flag > $ORCHESTRATOR_DATABASE_URL "
-    "> database.url of --workflow > the default file under $XDG_STATE_HOME/orchestrator/."
+    "> database.url of --workflow > (without --workflow) the default file under "
+    "$XDG_STATE_HOME/orchestrator/."
 )
 WORKFLOW_HELP = (
-    "A WORKFLOW.md whose database.url to use when neither --db nor the env is set: "
-    "the database `orchestrator run` with that file uses."
+    "A WORKFLOW.md whose database.url (or its default) to use when neither --db nor the env "
+    "is set: the database `orchestrator run` with that file uses."
 )
 # Alembic's relative steps: ``-1`` is one revision down from the current one.
 RELATIVE_STEP = re.compile(r"-\d+")

@@ -116,6 +116,17 @@ def test_every_command_takes_the_workflows_database(tmp_path: Path) -> None:
     assert f"behind: run `orchestrator db upgrade --workflow {policy}`" in shown.output
 
 
+def test_a_policy_without_database_url_gives_the_file_run_uses(tmp_path: Path) -> None:
+    policy = tmp_path / "WORKFLOW.md"
+    policy.write_text("---\ntracker:\n  kind: github\n  repo: acme/app\n---\nGo.\n")
+    env = {"HOME": str(tmp_path / "home"), "XDG_STATE_HOME": str(tmp_path / "elsewhere")}
+    shown = invoke("db", "current", "--workflow", str(policy), env=env)
+    assert shown.exit_code == 0, shown.output
+    # What `orchestrator run` takes: the policy's database.url, here its default.
+    runs_on = tmp_path / "home" / ".local" / "state" / "orchestrator" / "orchestrator.db"
+    assert f"database: sqlite:///{runs_on}\n" in shown.output
+
+
 def test_downgrade_takes_relative_steps_revision_ids_and_base(sqlite_url: str) -> None:
     known = revisions()
     assert invoke("db", "upgrade", "--db", sqlite_url).exit_code == 0
