@@ -38,7 +38,7 @@ def test_db_current_then_upgrade(db_url: str) -> None:
     after = runner.invoke(cli, ["db", "current", "--db", db_url])
     assert "up to date" in after.output
     down = runner.invoke(cli, ["db", "downgrade", "base", "--db", db_url])
-    assert down.exit_code == 0 and "downgraded to base" in down.output
+    assert down.exit_code == 0 and "to base (empty database)" in down.output
 
 
 def test_db_url_from_environment(sqlite_url: str, monkeypatch: object) -> None:

@@ -33,7 +33,8 @@ from orchestrator.runtime.workers import WorkerPool
 from orchestrator.runtime.writes import GitHubWrites
 from orchestrator.store.database import Database
 from orchestrator.store.engine import describe_url, is_sqlite, sqlite_path
-from orchestrator.store.outage import DatabaseHealth
+from orchestrator.store.migrate import SchemaAheadError, SchemaBehindError
+from orchestrator.store.outage import DatabaseHealth, is_unreachable, short_message
 from orchestrator.store.sqlite_faults import StorageFault, describe_storage_error
 
 log = get_logger(__name__)
@@ -70,8 +71,13 @@ class Store:
                 self.lock.release()
 
 
-def open_store(url: str) -> Store:
-    """Lock the SQLite file (one daemon per file), then open and migrate the database."""
+def open_store(url: str, *, upgrade_command: str | None = None) -> Store:
+    """Lock the SQLite file (one daemon per file), then open and migrate the database.
+
+    Every failure is one line: a schema this release cannot run on (with
+    ``upgrade_command`` when it is behind), a server that cannot be reached or
+    refuses the login, a SQLite file that cannot be used.
+    """
     lock: InstanceLock | None = None
     if is_sqlite(url):
         database = make_url(url).database
@@ -82,11 +88,14 @@ def open_store(url: str) -> Store:
             except StorageFault as error:
                 raise AssemblyError(str(error)) from None
     try:
-        return Store(Database.open(url), lock)
+        return Store(Database.open(url, upgrade_command=upgrade_command), lock)
     except Exception as error:
         if lock is not None:
             lock.release()
-        message = f"cannot open the database {describe_url(url)}: {error}"
+        if isinstance(error, SchemaBehindError | SchemaAheadError):
+            raise AssemblyError(str(error)) from None
+        cause = short_message(error) if is_unreachable(error) else str(error)
+        message = f"cannot open the database {describe_url(url)}: {cause}"
         raise AssemblyError(describe_storage_error(error, sqlite_path(url)) or message) from None
 
 

@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 
 from orchestrator.runtime.cluster import DEFAULT_LEASE_S
-from orchestrator.runtime.daemon import DEFAULT_GRACE_S, REPLICA_ENV, Daemon, DaemonError
+from orchestrator.runtime.daemon import REPLICA_ENV, Daemon, DaemonError
 from orchestrator.runtime.instance_lock import AlreadyRunning
+from orchestrator.workflow import Policy
 
 
 @click.command("run")
@@ -33,9 +34,8 @@ from orchestrator.runtime.instance_lock import AlreadyRunning
 @click.option(
     "--grace-seconds",
     type=click.FloatRange(min=0),
-    default=DEFAULT_GRACE_S,
-    show_default=True,
-    help="On SIGTERM, how long running agent turns may finish before they are cancelled.",
+    help="On SIGTERM, how long running agent turns may finish before they are cancelled "
+    f"(overrides agent.shutdown_grace_ms; {Policy().agent.shutdown_grace_ms / 1000:g} by default).",
 )
 @click.option(
     "--replica-id",
@@ -58,7 +58,7 @@ def run(
     once: bool,
     db_url: str | None,
     port: int | None,
-    grace_seconds: float,
+    grace_seconds: float | None,
     replica_id: str | None,
     lease_seconds: float,
 ) -> None:

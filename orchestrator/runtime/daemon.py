@@ -77,14 +77,13 @@ from orchestrator.runtime.wiring import (
 )
 from orchestrator.runtime.workers import TurnSlot, WorkerPool
 from orchestrator.store.database import Database
-from orchestrator.store.engine import resolve_database_url
+from orchestrator.store.engine import choose_database
 from orchestrator.store.outage import DatabaseHealth, is_unreachable, short_message
-from orchestrator.workflow import PolicyError, PolicySource, Workflow
+from orchestrator.workflow import Policy, PolicyError, PolicySource, Workflow
 from orchestrator.workflow.source import ReloadOutcome
 
 log = get_logger(__name__)
 
-DEFAULT_GRACE_S = 30.0
 DEFAULT_HEARTBEAT_S = 10.0
 # Follow-up ticks a busy flow may chain before waiting for the next interval.
 MAX_CHAINED_TICKS = 25
@@ -126,7 +125,7 @@ class Daemon:
         db_url: str | None = None,
         port: int | None = None,
         serve_web: bool = True,
-        grace_s: float = DEFAULT_GRACE_S,
+        grace_s: float | None = None,
         replica_id: str | None = None,
         lease_s: float = DEFAULT_LEASE_S,
         env: Mapping[str, str] | None = None,
@@ -143,7 +142,8 @@ class Daemon:
         self._db_flag = db_url
         self._port = port
         self._serve_web = serve_web
-        self.grace_s = grace_s
+        # None: the policy's agent.shutdown_grace_ms, read when the stop begins.
+        self._grace_flag = grace_s
         self.replica_id = replica_id or default_replica_id()
         self.lease_s = lease_s
         self._finished_claims = 0
@@ -200,6 +200,14 @@ class Daemon:
         self.cluster: ClusterRole
 
     @property
+    def grace_s(self) -> float:
+        """How long running turns may finish on SIGTERM: ``--grace-seconds``, else the policy's."""
+        if self._grace_flag is not None:
+            return self._grace_flag
+        policy = self.view.policy if hasattr(self, "view") else Policy()
+        return policy.agent.shutdown_grace_ms / 1000
+
+    @property
     def leading(self) -> tuple[str, ...]:
         """The repositories this replica polls now (empty on a follower)."""
         return self.cluster.leading if hasattr(self, "cluster") else ()
@@ -222,9 +230,10 @@ class Daemon:
             raise DaemonError(str(error)) from None
         register_secret(self.view.policy.server.token)
         register_secret(self.view.policy.server.metrics_token)
-        self._db_url = resolve_database_url(self._db_flag, self.view.policy.database.url)
+        database = choose_database(self._db_flag, self.view.policy.database.url, self.policy_path)
+        self._db_url = database.url
         try:
-            self._store = open_store(self._db_url)
+            self._store = open_store(self._db_url, upgrade_command=database.command("upgrade"))
         except AssemblyError as error:
             raise DaemonError(str(error)) from None
         self.db = self._store.db

@@ -77,6 +77,10 @@ class SchemaUnavailableError(RuntimeError):
     """GitHub's GraphQL schema file is missing or unreadable."""
 
 
+class SchemaMissingError(SchemaUnavailableError):
+    """GitHub's GraphQL schema file is not there (an install without the test contracts)."""
+
+
 _schema_lock = threading.Lock()
 _schema_cache: dict[Path, GraphQLSchema] = {}
 
@@ -103,7 +107,7 @@ def load_github_schema(path: Path | None = None) -> GraphQLSchema:
             with target.open(encoding="utf-8") as handle:
                 introspection = json.load(handle)
         except FileNotFoundError as exc:
-            raise SchemaUnavailableError(
+            raise SchemaMissingError(
                 f"GitHub's GraphQL schema is missing at {target}: run `make contracts`"
             ) from exc
         except (OSError, ValueError) as exc:

@@ -14,6 +14,7 @@ from graphql import GraphQLSchema, build_schema
 
 from orchestrator.logs import get_logger
 from orchestrator.sim.graphql_cost import (
+    SchemaMissingError,
     SchemaUnavailableError,
     github_schema_path,
     load_github_schema,
@@ -556,7 +557,10 @@ def emulated_schema() -> GraphQLSchema:
 def github_schema_or_none() -> GraphQLSchema | None:
     """GitHub's schema when its file is cached, else None (validation uses the subset only).
 
-    The answer is remembered per file path, so a missing file is reported once.
+    The file is a test contract (``make contracts`` fetches it): an installed
+    emulator (the demo) runs without it, so its absence is only a debug line. A
+    file that is there but cannot be read is a warning. The answer is remembered
+    per file path, so either is reported once.
     """
     path = github_schema_path()
     with _schema_lock:
@@ -564,6 +568,9 @@ def github_schema_or_none() -> GraphQLSchema | None:
             return _github[path]
     try:
         schema: GraphQLSchema | None = load_github_schema(path)
+    except SchemaMissingError as exc:
+        log.debug("graphql_schema_absent", error=str(exc))
+        schema = None
     except SchemaUnavailableError as exc:
         log.warning("graphql_schema_unavailable", error=str(exc))
         schema = None

@@ -49,16 +49,27 @@ class Database:
         self.feeds = FeedStore(self.sessions)
 
     @classmethod
-    def open(cls, url: str, *, migrate: bool = True, caller_clock: bool = False) -> Database:
+    def open(
+        cls,
+        url: str,
+        *,
+        migrate: bool = True,
+        caller_clock: bool = False,
+        upgrade_command: str | None = None,
+    ) -> Database:
         """Connect; with ``migrate``, upgrade SQLite or refuse a PostgreSQL schema behind.
 
         Leases and claims are judged on the database's clock on PostgreSQL;
         ``caller_clock`` uses the ``now`` each call passes instead (tests that
-        play with time).
+        play with time). ``upgrade_command`` is what a refusal tells to run.
         """
         engine = make_engine(url)
         if migrate:
-            ensure_schema(url, engine)
+            try:
+                ensure_schema(url, engine, upgrade_command=upgrade_command)
+            except BaseException:
+                engine.dispose()
+                raise
         sessions = sessionmaker(
             engine, expire_on_commit=False, info={CALLER_CLOCK: True} if caller_clock else {}
         )

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import shlex
+from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +44,64 @@ def normalize_url(value: str) -> str:
     return value
 
 
+class UrlSource(StrEnum):
+    """Where a database URL was taken from."""
+
+    FLAG = "flag"
+    ENV = "env"
+    POLICY = "policy"
+    DEFAULT = "default"
+
+
+@dataclass(frozen=True)
+class DatabaseChoice:
+    """A database URL and where it came from, so a message can say how to reach it again.
+
+    A hint never shows the URL with its password masked: pasted back, such a
+    URL fails on the password. It names what chose the database instead.
+    """
+
+    url: str
+    source: UrlSource
+    # The policy file whose database.url it is (source POLICY).
+    policy_path: Path | None = None
+
+    @property
+    def display(self) -> str:
+        return describe_url(self.url)
+
+    def command(self, action: str) -> str:
+        """``orchestrator db ACTION`` with what selects this database again."""
+        base = f"orchestrator db {action}"
+        if self.source is UrlSource.POLICY and self.policy_path is not None:
+            return f"{base} --workflow {shlex.quote(str(self.policy_path))}"
+        if self.source is UrlSource.ENV:
+            return f"{base} (with the same {DATABASE_URL_ENV} in the environment)"
+        if make_url(self.url).password is not None:
+            return f"{base} --db URL (this database's URL, with its password)"
+        if self.source is UrlSource.DEFAULT:
+            return base
+        return f"{base} --db {shlex.quote(self.url)}"
+
+
+def choose_database(
+    flag: str | None = None, policy_url: str | None = None, policy_path: Path | None = None
+) -> DatabaseChoice:
+    """The database by precedence: flag > environment > policy > default file."""
+    env = os.environ.get(DATABASE_URL_ENV)
+    if flag:
+        return DatabaseChoice(normalize_url(flag), UrlSource.FLAG)
+    if env:
+        return DatabaseChoice(normalize_url(env), UrlSource.ENV)
+    if policy_url:
+        path = policy_path.resolve() if policy_path is not None else None
+        return DatabaseChoice(normalize_url(policy_url), UrlSource.POLICY, path)
+    return DatabaseChoice(normalize_url(str(default_database_path())), UrlSource.DEFAULT)
+
+
 def resolve_database_url(flag: str | None = None, policy_url: str | None = None) -> str:
     """The database URL by precedence: flag > environment > policy > default file."""
-    for candidate in (flag, os.environ.get(DATABASE_URL_ENV), policy_url):
-        if candidate:
-            return normalize_url(candidate)
-    return normalize_url(str(default_database_path()))
+    return choose_database(flag, policy_url).url
 
 
 def is_sqlite(url: str) -> bool:

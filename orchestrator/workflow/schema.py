@@ -258,6 +258,17 @@ class AgentSettings:
         default=3_600_000,
         metadata=meta(doc="Limit of one whole turn.", minimum=1_000, maximum=86_400_000),
     )
+    shutdown_grace_ms: int = field(
+        default=30_000,
+        metadata=meta(
+            doc="When the daemon stops (SIGTERM), how long running turns may finish before they "
+            "are cancelled; `orchestrator run --grace-seconds` overrides it. A stop takes up to "
+            "15 s more: keep systemd's `TimeoutStopSec` and compose's `stop_grace_period` above "
+            "that.",
+            minimum=0,
+            maximum=3_600_000,
+        ),
+    )
     env: Mapping[str, str] = field(
         default_factory=lambda: _frozen({}),
         metadata=meta(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -17,6 +18,11 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_demo_command_merges_three_pull_requests(tmp_path: Path) -> None:
+    # As installed from a wheel: without the test contracts (`make contracts`).
+    without_contracts = {
+        **os.environ,
+        "ORCHESTRATOR_GRAPHQL_SCHEMA": str(tmp_path / "no-contracts" / "schema.json"),
+    }
     done = subprocess.run(
         [
             sys.executable,
@@ -32,9 +38,12 @@ def test_the_demo_command_merges_three_pull_requests(tmp_path: Path) -> None:
         text=True,
         timeout=240,
         stdin=subprocess.DEVNULL,
+        env=without_contracts,
         check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "make contracts" not in done.stdout + done.stderr
+    assert "graphql_schema" not in done.stdout + done.stderr
     out = done.stdout
     assert "dashboard: http://127.0.0.1:" in out
     assert "merged and closed: 3 of 3 issues" in out

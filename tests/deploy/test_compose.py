@@ -10,13 +10,11 @@ import pytest
 from ruamel.yaml import YAML
 
 from orchestrator.workflow import check_workflow
-from tests.deploy.unit_file import timespan_s
+from tests.deploy.unit_file import longest_graceful_stop_s, timespan_s
 
 ROOT = Path(__file__).resolve().parents[2]
 CONTAINER = ROOT / "deploy" / "container"
 COMPOSE = CONTAINER / "compose.yaml"
-# agent.shutdown_grace_ms defaults to 30000: the daemon's own deadline for agents on SIGTERM.
-AGENT_GRACE_S = 30.0
 INTERPOLATION = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-?+][^}]*)?\}")
 STATE = "/var/lib/orchestrator"
 WORKSPACES = "/var/lib/orchestrator/workspaces"
@@ -169,7 +167,7 @@ def test_replicas_permit_the_agents_sandbox(replicas: dict[str, dict[str, Any]])
 
 def test_replicas_stop_after_the_agents_grace(replicas: dict[str, dict[str, Any]]) -> None:
     for name, replica in replicas.items():
-        assert timespan_s(replica["stop_grace_period"]) > AGENT_GRACE_S, name
+        assert timespan_s(replica["stop_grace_period"]) > longest_graceful_stop_s(), name
 
 
 def test_replica_ports_are_local_and_distinct(replicas: dict[str, dict[str, Any]]) -> None:

@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from tests.deploy.unit_file import UnitFile, allowed_namespaces, read_unit, timespan_s
+from tests.deploy.unit_file import (
+    UnitFile,
+    allowed_namespaces,
+    longest_graceful_stop_s,
+    read_unit,
+    timespan_s,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT = ROOT / "deploy" / "systemd" / "orchestrator.service"
@@ -21,8 +27,6 @@ README = ROOT / "deploy" / "README.md"
 EXAMPLE_POLICIES = sorted((ROOT / "workflows").glob("*.md"))
 INSTALLED_AT = "/etc/systemd/system/orchestrator.service"
 REQUIRE_ENV = "ORCHESTRATOR_REQUIRE_SYSTEMD"
-# agent.shutdown_grace_ms defaults to 30000: the daemon's own deadline for agents on SIGTERM.
-AGENT_GRACE_S = 30.0
 # The directories systemd searches for a command given without a path.
 COMMAND_SEARCH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin"
 HOST_UNIT_DIRS = (Path("/usr/lib/systemd/system"), Path("/lib/systemd/system"))
@@ -138,7 +142,7 @@ def test_security_exposure(tmp_path: Path, unit: UnitFile) -> None:
 
 def _grace_covered(unit: UnitFile) -> bool:
     stop = unit.value("Service", "TimeoutStopSec")
-    return stop is not None and timespan_s(stop) > AGENT_GRACE_S
+    return stop is not None and timespan_s(stop) > longest_graceful_stop_s()
 
 
 def _runs(unit: UnitFile, key: str, arguments: str) -> bool:
@@ -166,7 +170,10 @@ RULES: dict[str, Callable[[UnitFile], bool]] = {
     "private_tmp": lambda u: u.value("Service", "PrivateTmp") == "yes",
     "no_new_privileges": lambda u: u.value("Service", "NoNewPrivileges") == "yes",
     "home_protected": lambda u: u.value("Service", "ProtectHome") in ("yes", "read-only"),
-    "migrations_before_start": lambda u: _runs(u, "ExecStartPre", " db upgrade"),
+    # On the database the daemon uses: the same policy file, read the same way.
+    "migrations_before_start": lambda u: _runs(
+        u, "ExecStartPre", " db upgrade --workflow /etc/orchestrator/WORKFLOW.md"
+    ),
     "runs_the_installed_policy": lambda u: _runs(
         u, "ExecStart", " run /etc/orchestrator/WORKFLOW.md"
     ),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 _SPAN_UNITS_S = {
@@ -118,3 +118,18 @@ def timespan_s(text: str) -> float:
     if position == 0 or text[position:].strip():
         raise ValueError(f"not a time span: {text!r}")
     return total
+
+
+def longest_graceful_stop_s() -> float:
+    """How long a SIGTERM may take with the default policy: the turns' grace period
+    (``agent.shutdown_grace_ms``), then each cancelled agent's own SIGTERM grace and the
+    daemon's wait for it. systemd's and compose's stop timeouts must exceed it."""
+    from orchestrator.agent.settings import AgentSettings as RunnerSettings
+    from orchestrator.runtime.daemon import CANCEL_WAIT_S
+    from orchestrator.workflow import Policy
+
+    agent_sigterm_grace_ms = next(
+        f.default for f in fields(RunnerSettings) if f.name == "grace_period_ms"
+    )
+    assert isinstance(agent_sigterm_grace_ms, int)
+    return Policy().agent.shutdown_grace_ms / 1000 + agent_sigterm_grace_ms / 1000 + CANCEL_WAIT_S

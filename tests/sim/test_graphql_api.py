@@ -12,6 +12,7 @@ import httpx
 import pytest
 from github import GithubException
 from graphql import GraphQLObjectType, parse
+from structlog.testing import capture_logs
 
 from orchestrator.github.queries import (
     fingerprint_query,
@@ -593,6 +594,35 @@ def test_without_githubs_schema_file_the_subset_still_guards(
     error = refused.json()["errors"][0]
     assert error["type"] == "EMULATOR_UNSUPPORTED"
     assert "notAField" in error["message"]
+
+
+def test_an_install_without_the_test_contracts_answers_quietly(
+    world: SimWorld, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The schema file is a test contract (`make contracts`); the demo runs without it.
+    monkeypatch.setenv("ORCHESTRATOR_GRAPHQL_SCHEMA", str(tmp_path / "absent.json"))
+    pull = open_pull(world)
+    with capture_logs() as logs:
+        answered = post(
+            world, world.bot, fingerprint_request(world.owner, world.name, [pull.number]).payload()
+        )
+    assert answered.json()["data"]["repository"]["pr0"]["number"] == pull.number
+    absent = [e for e in logs if e["event"] == "graphql_schema_absent"]
+    assert len(absent) == 1 and absent[0]["log_level"] == "debug"
+    assert [e for e in logs if e["log_level"] not in ("debug", "info")] == []
+
+
+def test_an_unreadable_schema_file_is_a_warning(
+    world: SimWorld, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    damaged = tmp_path / "schema.json"
+    damaged.write_text("{not json")
+    monkeypatch.setenv("ORCHESTRATOR_GRAPHQL_SCHEMA", str(damaged))
+    with capture_logs() as logs:
+        post(world, world.bot, {"query": "{ viewer { login } }"})
+    warnings = [e for e in logs if e["log_level"] == "warning"]
+    assert [e["event"] for e in warnings] == ["graphql_schema_unavailable"]
+    assert "cannot be read" in warnings[0]["error"]
 
 
 def test_unauthenticated_request_is_refused(world: SimWorld) -> None:
