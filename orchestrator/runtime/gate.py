@@ -308,7 +308,7 @@ def _fields(
 ) -> dict[str, str]:
     """The stable keys of a write's log line: what, on which issue, with what verdict, in
     which rollout mode, under which idempotency key."""
-    fields = {"action": effect.kind.value, "issue": str(effect.issue), "repo": effect.issue.repo}
+    fields = {"kind": effect.kind.value, "issue": str(effect.issue), "repo": effect.issue.repo}
     if outcome is not None:
         fields["outcome"] = outcome.value
     if mode is not None:

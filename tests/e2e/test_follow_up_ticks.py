@@ -41,7 +41,7 @@ def test_an_approval_is_merged_by_follow_up_ticks_over_that_issue_alone(
         merge_call = next(
             i
             for i, e in enumerate(logs)
-            if e.get("event") == "side_effect" and e.get("action") == "merge_pr"
+            if e.get("event") == "side_effect" and e.get("kind") == "merge_pr"
         )
         whole_line = [i for i, e in enumerate(logs) if e.get("event") == "tick"][whole]
         assert merge_call < whole_line, "the merge was made before the pass over every issue"

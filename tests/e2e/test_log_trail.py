@@ -104,7 +104,7 @@ def test_one_issue_is_followed_from_label_to_merge_by_its_issue_key(
     key = f"{world.repo}#{number}"
     trail = [line for line in lines if line.get("issue") == key]
     events = [str(line["event"]) for line in trail]
-    writes = {str(line["action"]) for line in trail if line["event"] == "side_effect"}
+    writes = {str(line["kind"]) for line in trail if line["event"] == "side_effect"}
 
     # Filtering on the issue finds every step, in order.
     steps = ["dispatch", "turn_claimed", "agent_start", "agent_exit", "turn_recorded"]
@@ -112,7 +112,7 @@ def test_one_issue_is_followed_from_label_to_merge_by_its_issue_key(
     assert [e for e in events if e in steps][: len(steps)] == steps, events
     assert {"create_pr", "merge_pr", "close_issue"} <= writes, writes
     assert events.index("dispatch") < events.index("side_effect")
-    assert [line for line in trail if line["event"] == "side_effect"][-1]["action"] in (
+    assert [line for line in trail if line["event"] == "side_effect"][-1]["kind"] in (
         "merge_pr",
         "close_issue",
         "upsert_workpad",
@@ -141,7 +141,7 @@ def test_one_issue_is_followed_from_label_to_merge_by_its_issue_key(
     keys = [str(line["key"]) for line in effects]
     assert len(keys) == len(set(keys)), keys
     assert all(line["logger"] == "orchestrator.runtime.gate" for line in effects)
-    assert all({"action", "issue", "outcome", "mode", "key"} <= line.keys() for line in effects), (
+    assert all({"kind", "issue", "outcome", "mode", "key"} <= line.keys() for line in effects), (
         effects
     )
     assert all(line["outcome"] == "done" for line in effects)
@@ -150,8 +150,8 @@ def test_one_issue_is_followed_from_label_to_merge_by_its_issue_key(
     merged = [w for w in bot if w["method"] == "PUT" and str(w["path"]).endswith("/merge")]
     assert [w["status"] for w in created] == [201]
     assert [w["status"] for w in merged] == [200]
-    assert [line["action"] for line in effects].count("create_pr") == 1
-    assert [line["action"] for line in effects].count("merge_pr") == 1
-    assert next(line for line in effects if line["action"] == "create_pr").get("pr") == int(
+    assert [line["kind"] for line in effects].count("create_pr") == 1
+    assert [line["kind"] for line in effects].count("merge_pr") == 1
+    assert next(line for line in effects if line["kind"] == "create_pr").get("pr") == int(
         flow.pulls()[0]["number"]
     )

@@ -389,12 +389,12 @@ def is_push(event: Event) -> bool:
     """A push: the workspace's ``branch_published`` (logged right after the git push
     returned), or its ``push_branch`` side effect (logged once the outbox has it)."""
     return event.name == "branch_published" or (
-        event.name == "side_effect" and event.fields.get("action") == "push_branch"
+        event.name == "side_effect" and event.fields.get("kind") == "push_branch"
     )
 
 
 def is_merge(event: Event) -> bool:
-    return event.name == "side_effect" and event.fields.get("action") == "merge_pr"
+    return event.name == "side_effect" and event.fields.get("kind") == "merge_pr"
 
 
 @dataclass

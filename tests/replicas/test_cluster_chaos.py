@@ -569,7 +569,7 @@ def logged(at_s: float, life: str, name: str, **fields: Any) -> Event:
 def push(at_s: float, life: str, issue: int = 3, run_id: str | None = "a") -> Event:
     key = f"acme/widgets#{issue}:push_branch:abc"
     context = {"run_id": run_id} if run_id is not None else {}
-    return logged(at_s, life, "side_effect", action="push_branch", key=key, **context)
+    return logged(at_s, life, "side_effect", kind="push_branch", key=key, **context)
 
 
 def published(at_s: float, life: str, issue: int = 3, run_id: str = "a") -> Event:
@@ -580,7 +580,7 @@ def published(at_s: float, life: str, issue: int = 3, run_id: str = "a") -> Even
 
 def merge(at_s: float, life: str, issue: int = 3) -> Event:
     return logged(
-        at_s, life, "side_effect", action="merge_pr", key=f"acme/widgets#{issue}:merge_pr:5"
+        at_s, life, "side_effect", kind="merge_pr", key=f"acme/widgets#{issue}:merge_pr:5"
     )
 
 
