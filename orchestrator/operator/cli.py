@@ -225,6 +225,7 @@ def brake(state: str, workflow: str | None, brake_file: Path | None) -> None:
 
 def _kill_switch_file(workflow: Path) -> Path:
     """The policy's kill-switch file, read leniently: the brake must work in an emergency."""
+    from orchestrator.state_home import expand_path
     from orchestrator.workflow import PolicyError, load_workflow
     from orchestrator.workflow.document import parse_document
     from orchestrator.workflow.schema import STATE_DIR
@@ -239,7 +240,7 @@ def _kill_switch_file(workflow: Path) -> Path:
     config = (document.config or {}) if document else {}
     rollout = config.get("rollout")
     raw = rollout.get("kill_switch_file") if isinstance(rollout, dict) else None
-    path = Path(os.path.expanduser(str(raw or f"{STATE_DIR}/STOP")))
+    path = Path(expand_path(str(raw or f"{STATE_DIR}/STOP")))
     return path if path.is_absolute() else workflow.resolve().parent / path
 
 

@@ -34,6 +34,7 @@ from orchestrator.agent.sandbox import (
 from orchestrator.domain.phases import RolloutMode
 from orchestrator.logs import get_logger
 from orchestrator.runtime.status import SandboxStatus
+from orchestrator.state_home import expand_path
 from orchestrator.store.engine import default_database_path, is_sqlite
 from orchestrator.workflow.schema import STATE_DIR, AgentSandbox, Policy
 
@@ -162,6 +163,7 @@ def private_paths(policy: Policy, *, db_url: str, mirror_root: Path | None) -> t
         state_directory(db_url),
         default_database_path().parent,
         Path(os.path.expanduser(STATE_DIR)),
+        Path(expand_path(STATE_DIR)),
         Path(policy.rollout.kill_switch_file).parent,
     ]
     if mirror_root is not None:

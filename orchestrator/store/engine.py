@@ -13,6 +13,7 @@ from sqlalchemy import Engine, create_engine, event, exc
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.pool import QueuePool
 
+from orchestrator.state_home import expand_path, state_home
 from orchestrator.store.sqlite_faults import probe_sqlite_writable, symptom_of
 
 DATABASE_URL_ENV = "ORCHESTRATOR_DATABASE_URL"
@@ -27,8 +28,7 @@ _FILE_IDENTITY = "orchestrator_sqlite_file"
 
 def default_database_path() -> Path:
     """The embedded database file under ``$XDG_STATE_HOME/orchestrator/``."""
-    state_home = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    return Path(state_home) / "orchestrator" / "orchestrator.db"
+    return state_home() / "orchestrator" / "orchestrator.db"
 
 
 def normalize_url(value: str) -> str:
@@ -38,7 +38,7 @@ def normalize_url(value: str) -> str:
     """
     value = value.strip()
     if "://" not in value:
-        return f"sqlite:///{Path(value).expanduser().resolve()}"
+        return f"sqlite:///{Path(expand_path(value)).resolve()}"
     if value.startswith(("postgres://", "postgresql://")):
         return "postgresql+psycopg://" + value.split("://", 1)[1]
     return value

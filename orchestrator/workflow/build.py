@@ -17,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from orchestrator.state_home import expand_path
 from orchestrator.workflow.catalog import SettingSpec, settings
 from orchestrator.workflow.coerce import Conversion, ConversionError, convert
 from orchestrator.workflow.layers import Layer, enclosing_location
@@ -65,7 +66,7 @@ def _sqlite_absolute(url: str, base_dir: Path) -> str:
     path, sep, query = rest.partition("?")
     if not path or path == ":memory:":
         return url
-    expanded = Path(os.path.expanduser(path))
+    expanded = Path(expand_path(path))
     if not expanded.is_absolute():
         expanded = base_dir / expanded
     return f"{prefix}{os.path.normpath(expanded)}{sep}{query}"

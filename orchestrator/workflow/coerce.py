@@ -20,6 +20,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from orchestrator.logs import register_secret
+from orchestrator.state_home import expand_path
 from orchestrator.workflow.catalog import Kind, SettingSpec, ValueType
 from orchestrator.workflow.references import UnsetReference, resolve
 
@@ -105,7 +106,7 @@ def _convert(c: Conversion, vt: ValueType, raw: object, sub: str, textual: bool)
     if vt.kind is Kind.ENUM:
         return _enum(vt, raw, sub)
     if vt.kind is Kind.PATH:
-        path = Path(os.path.expanduser(raw.strip()))
+        path = Path(expand_path(raw.strip()))
         if not path.is_absolute():
             path = c.base_dir / path
         return Path(os.path.normpath(path))

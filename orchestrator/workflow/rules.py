@@ -9,7 +9,6 @@ in the file, ...) are shown by ``orchestrator validate`` and logged on load.
 from __future__ import annotations
 
 import ipaddress
-import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from orchestrator.domain.phases import AGENT_PHASES, PHASE_CLASS, Phase, PhaseClass, RolloutMode
+from orchestrator.state_home import expand_path
 from orchestrator.workflow.catalog import settings, suggestion
 from orchestrator.workflow.layers import enclosing_location
 from orchestrator.workflow.problems import Location, Problem, Severity
@@ -211,7 +211,7 @@ def _sqlite_folder(url: str) -> Path | None:
     """The folder of a SQLite database file named by an absolute path, else None."""
     if not url.startswith("sqlite") or ":///" not in url:
         return None
-    path = Path(os.path.expanduser(url.split(":///", 1)[1].split("?", 1)[0]))
+    path = Path(expand_path(url.split(":///", 1)[1].split("?", 1)[0]))
     return path.parent if path.is_absolute() else None
 
 

@@ -218,3 +218,22 @@ def test_disabled_merging_means_a_human_merges() -> None:
     result = check(MINIMAL)
     assert result.workflow is not None
     assert flow_policy(result.workflow.policy).merge.mode is domain.MergeMode.EXTERNAL
+
+
+def test_the_default_state_folder_follows_xdg_state_home(
+    write_policy: WritePolicy, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The unit and the container set XDG_STATE_HOME: the defaults land there, where
+    # deploy/README.md's backup section looks for the database.
+    state = tmp_path / "xdg-state"
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    policy = load_workflow(write_policy(MINIMAL), env=ENV).policy
+    assert policy.database.url == f"sqlite:///{state}/orchestrator/orchestrator.db"
+    assert policy.workspace.root == state / "orchestrator" / "workspaces"
+    assert policy.rollout.kill_switch_file == state / "orchestrator" / "STOP"
+
+    monkeypatch.delenv("XDG_STATE_HOME")
+    policy = load_workflow(write_policy(MINIMAL), env=ENV).policy
+    home_state = Path.home() / ".local" / "state" / "orchestrator"
+    assert policy.database.url == f"sqlite:///{home_state}/orchestrator.db"
+    assert policy.workspace.root == home_state / "workspaces"
