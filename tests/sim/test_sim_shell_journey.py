@@ -236,7 +236,7 @@ def test_the_demo_by_hand(tmp_path: Path) -> None:
         ), final
         assert any(line.startswith("    #1 Add a spinner widget") for line in lines), final
         merged = shell.run("sim", "pr", "show", REPO, str(number)).stdout
-        assert "  state:      merged by orchestrator-bot[bot] as " in shown
+        assert "  state:      merged by orchestrator-bot[bot] as " in merged
         assert "  checks:     tests success" in merged
         assert "  reviews:    alice APPROVED (this head)" in merged
     finally:
