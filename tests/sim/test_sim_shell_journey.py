@@ -63,6 +63,18 @@ phases:
       - review:
           overview: Small and clear.
           findings: []
+  rework:
+    steps:
+      - session: auto
+      - write:
+          path: src/widgets/spinner.py
+          append: true
+          content: |
+            DELAY = 0.1
+      - commit: Fix the failing check
+      - fix_summary:
+          entries:
+            - {check: tests, status: fixed, message: Fixed., commit: HEAD}
 """
 
 T = TypeVar("T")
