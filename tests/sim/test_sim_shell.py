@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -511,3 +512,47 @@ def test_every_command_has_help() -> None:
         result = runner.invoke(cli, ["sim", *args, "--help"])
         assert result.exit_code == 0, result.output
         assert "--url URL" in result.stdout and "ORCHESTRATOR_SIM_URL" in result.stdout
+
+
+def test_the_shell_commands_load_only_when_used() -> None:
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from orchestrator.cli import cli\n"
+        "for args in (['--help'], ['sim', 'serve', '--help']):\n"
+        "    result = CliRunner().invoke(cli, args)\n"
+        "    assert result.exit_code == 0, result.output\n"
+        "loaded = [name for name in sys.modules if name.startswith('orchestrator.sim.shell')]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_python_dash_m_orchestrator_is_the_command_line() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "sim", "state", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: orchestrator sim state [OPTIONS] [REPO]")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("label", "add", "acme/widgets", "7", "a"),
+        ("label", "remove", "acme/widgets", "7", "a"),
+        ("comment", "acme/widgets", "7", "--body", "hi"),
+        ("review", "approve", "acme/widgets", "7"),
+        ("review", "request-changes", "acme/widgets", "7", "--body", "no"),
+        ("check", "set", "acme/widgets", "7", "--name", "ci"),
+        ("merge", "acme/widgets", "7"),
+        ("pr", "show", "acme/widgets", "7"),
+    ],
+    ids=lambda args: " ".join(args[:2]),
+)
+def test_an_unknown_issue_is_named(world: SimWorld, args: tuple[str, ...]) -> None:
+    assert failed(sim(world, *args)) == "Error: no issue or pull request acme/widgets#7"
