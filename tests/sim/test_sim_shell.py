@@ -288,6 +288,12 @@ def test_push_by_a_person_moves_the_pull_request_head(world: SimWorld, tmp_path:
 
 
 def test_push_errors(world: SimWorld) -> None:
+    world.control.create_user("bob", make_token())
+    world.control.set_permission(world.repo, "bob", "triage")
+    refused = sim(world, "push", world.repo, "main", "--file", "a=b", "-m", "x", "--as", "bob")
+    assert failed(refused) == (
+        "Error: bob may not push to acme/widgets: pushing needs write access (theirs: triage)"
+    )
     nothing = sim(world, "push", world.repo, "main", "-m", "Nothing")
     assert nothing.exit_code == 2 and "nothing to commit" in nothing.stderr
     bad = sim(world, "push", world.repo, "main", "--file", "no-equals-sign", "-m", "x")
@@ -417,6 +423,16 @@ def test_state_summarises_issues_and_pull_requests(world: SimWorld) -> None:
             }
         ]
     }
+
+
+def test_state_limits_each_list(world: SimWorld) -> None:
+    for title in ("one", "two", "three"):
+        world.control.create_issue(world.repo, title, as_user=world.human.login)
+    open_pull(world)
+    document = json.loads(ok(sim(world, "state", world.repo, "--limit", "2", "--format", "json")))
+    (state,) = document["repos"]
+    assert [item["title"] for item in state["open_issues"]] == ["three", "two"]
+    assert [view["number"] for view in state["open_pulls"]] == [4]
 
 
 # ------------------------------------------------------- who acts, and errors

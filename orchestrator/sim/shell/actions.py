@@ -28,6 +28,7 @@ from orchestrator.sim.shell.session import (
 
 _NUMBER = re.compile(r"^#?([0-9]+)$")
 _MERGE_METHODS = ("merge", "squash", "rebase")
+WRITE_LEVELS = ("write", "maintain", "admin")
 
 number_argument = click.argument("number", type=click.IntRange(min=1))
 
@@ -395,6 +396,13 @@ def push(
     session = Session(url, as_login)
     info = session.repo(repo)
     actor = session.actor(info)
+    # GitHub takes a push only from someone with write access.
+    level = info.permissions.get(session.key_of(actor))
+    if level not in WRITE_LEVELS:
+        raise ShellError(
+            f"{actor.login} may not push to {info.full_name}: pushing needs write access "
+            f"(theirs: {level or 'read at most'})"
+        )
     result = session.control(
         "POST",
         f"{_control_repo(info)}/commits",

@@ -207,16 +207,17 @@ class Session:
         query: Mapping[str, Any] | None = None,
         limit: int | None = None,
         key: str | None = None,
+        keep: Callable[[Any], bool] | None = None,
     ) -> list[Any]:
-        """Every item of a paged REST list (``key`` names the list in an object answer),
-        following ``Link: rel="next"``; at most ``limit`` items."""
+        """The items of a paged REST list (``key`` names the list in an object answer)
+        that ``keep`` accepts, following ``Link: rel="next"``; at most ``limit`` of them."""
         items: list[Any] = []
         params = {**(query or {}), "per_page": PAGE_SIZE}
         next_url: str | None = path
         while next_url is not None and (limit is None or len(items) < limit):
             answer = self.rest("GET", next_url, actor=actor, doing=doing, query=params)
             page = answer.body[key] if key is not None else answer.body
-            items.extend(page)
+            items.extend(item for item in page if keep is None or keep(item))
             found = _LINK_NEXT.search(answer.headers.get("link", ""))
             next_url, params = (found.group(1), {}) if found else (None, {})
         return items if limit is None else items[:limit]
@@ -257,6 +258,11 @@ class Session:
                     return None
                 raise
         return self._accounts[key]
+
+    def key_of(self, actor: Actor) -> str:
+        """The key the repository's permissions file ``actor`` under (bare login, lower case)."""
+        account = self.account(actor.login)
+        return str((account or {}).get("graphql_login") or actor.login).lower()
 
     def actor(self, repo: RepoInfo) -> Actor:
         """The account to act as: ``--as``, else the repository's most trusted person.

@@ -102,39 +102,52 @@ def pull_view(session: Session, info: RepoInfo, number: int, actor: Actor) -> di
 
 
 def repo_state(session: Session, info: RepoInfo, actor: Actor, limit: int) -> dict[str, Any]:
-    """Open issues, open pull requests (in full), merged pull requests and closed issues."""
+    """Open issues, open pull requests (in full), merged pull requests and closed issues,
+    at most ``limit`` of each (the most recently updated closed ones)."""
     name = info.full_name
-    doing = f"list the issues of {name}"
-    open_items = session.listing(
-        f"{info.path}/issues", actor=actor, doing=doing, query={"state": "open"}
-    )
-    closed_items = session.listing(
-        f"{info.path}/issues",
+    issues = f"list the issues of {name}"
+    pulls = f"list the pull requests of {name}"
+
+    def is_issue(item: dict[str, Any]) -> bool:
+        return "pull_request" not in item
+
+    open_issues = session.listing(
+        f"{info.path}/issues", actor=actor, doing=issues, query={"state": "open"}, limit=limit,
+        keep=is_issue,
+    )  # fmt: skip
+    open_pulls = session.listing(
+        f"{info.path}/pulls",
         actor=actor,
-        doing=doing,
-        query={"state": "closed", "sort": "updated"},
+        doing=pulls,
+        query={"state": "open", "direction": "asc"},
         limit=limit,
     )
-    open_numbers = sorted(int(item["number"]) for item in open_items if "pull_request" in item)
+    merged = session.listing(
+        f"{info.path}/pulls",
+        actor=actor,
+        doing=pulls,
+        query={"state": "closed", "sort": "updated"},
+        limit=limit,
+        keep=lambda item: bool(item.get("merged_at")),
+    )
+    closed = session.listing(
+        f"{info.path}/issues",
+        actor=actor,
+        doing=issues,
+        query={"state": "closed", "sort": "updated"},
+        limit=limit,
+        keep=is_issue,
+    )
     return {
         "repo": name,
-        "open_issues": [_issue_line(item) for item in open_items if "pull_request" not in item][
-            :limit
-        ],
-        "open_pulls": [pull_view(session, info, n, actor) for n in open_numbers[:limit]],
+        "open_issues": [_issue_line(item) for item in open_issues],
+        "open_pulls": [pull_view(session, info, int(item["number"]), actor) for item in open_pulls],
         "merged_pulls": [
-            {
-                "number": item["number"],
-                "title": item["title"],
-                "merged_at": item["pull_request"].get("merged_at"),
-            }
-            for item in closed_items
-            if "pull_request" in item and item["pull_request"].get("merged_at")
+            {"number": item["number"], "title": item["title"], "merged_at": item["merged_at"]}
+            for item in merged
         ],
         "closed_issues": [
-            {**_issue_line(item), "state_reason": item.get("state_reason")}
-            for item in closed_items
-            if "pull_request" not in item
+            {**_issue_line(item), "state_reason": item.get("state_reason")} for item in closed
         ],
     }
 
