@@ -119,7 +119,7 @@ def repo_state(session: Session, info: RepoInfo, actor: Actor, limit: int) -> di
         f"{info.path}/pulls",
         actor=actor,
         doing=pulls,
-        query={"state": "open", "direction": "asc"},
+        query={"state": "open"},
         limit=limit,
     )
     merged = session.listing(
