@@ -26,10 +26,10 @@ from orchestrator.sim.records import PERMISSION_LEVELS
 DEFAULT_URL = "http://127.0.0.1:8787"
 URL_ENV = "ORCHESTRATOR_SIM_URL"
 AS_ENV = "ORCHESTRATOR_SIM_AS"
-# The most items a listing reads (per_page is at most 100 on GitHub).
+# Items per page of a REST list: GitHub's largest page.
 PAGE_SIZE = 100
 _LINK_NEXT = re.compile(r'<([^>]+)>;\s*rel="next"')
-_REPO = re.compile(r"^[A-Za-z0-9_.\-\[\]]+/[A-Za-z0-9_.\-]+$")
+_REPO = re.compile(r"^[A-Za-z0-9_.\-]+/[A-Za-z0-9_.\-]+$")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -62,7 +62,6 @@ class RepoInfo:
     default_branch: str
     branches: Mapping[str, str]
     permissions: Mapping[str, str]
-    protections: Mapping[str, Any]
 
     @property
     def path(self) -> str:
@@ -240,7 +239,6 @@ class Session:
             default_branch=str(data["default_branch"]),
             branches=dict(data.get("branches") or {}),
             permissions=dict(data.get("permissions") or {}),
-            protections=dict(data.get("protections") or {}),
         )
 
     def repos(self) -> list[str]:
