@@ -14,13 +14,31 @@ from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
 
-# The scripted coding agent lives next to the emulator but is optional.
-LAZY_SUBCOMMANDS = {"agent": "orchestrator.sim.agent:agent_command"}
+# The scripted coding agent lives next to the emulator but is optional; the
+# commands that play GitHub against a running emulator load on first use.
+_SHELL = "orchestrator.sim.shell"
+LAZY_SUBCOMMANDS = {
+    "agent": "orchestrator.sim.agent:agent_command",
+    "issue": f"{_SHELL}.actions:issue",
+    "label": f"{_SHELL}.actions:label",
+    "comment": f"{_SHELL}.actions:comment",
+    "review": f"{_SHELL}.actions:review",
+    "check": f"{_SHELL}.actions:check",
+    "push": f"{_SHELL}.actions:push",
+    "protect": f"{_SHELL}.actions:protect",
+    "merge": f"{_SHELL}.actions:merge",
+    "pr": f"{_SHELL}.views:pr",
+    "state": f"{_SHELL}.views:state",
+}
 
 
 @click.group(cls=LazyGroup, lazy=LAZY_SUBCOMMANDS)
 def sim() -> None:
-    """A local GitHub emulator (REST, GraphQL, git) for tests, the demo and benchmarks."""
+    """A local GitHub emulator (REST, GraphQL, git) for tests, the demo and benchmarks.
+
+    `serve` runs it; the other commands play the people and the CI around the
+    product against a running one (see docs/emulator.md, "Playing GitHub by hand").
+    """
 
 
 def load_bootstrap(path: Path) -> dict[str, Any]:

@@ -179,6 +179,8 @@ def control_routes(emulator: Emulator) -> list[Route]:
     table: list[tuple[str, str, ControlHandler]] = [
         ("GET", PREFIX + "/health", health),
         ("POST", PREFIX + "/users", create_user),
+        ("GET", PREFIX + "/users/{login}", steps.get_user),
+        ("GET", PREFIX + "/repos", steps.list_repos),
         ("POST", PREFIX + "/repos", create_repo),
         ("GET", REPO, steps.get_repo),
         ("PUT", REPO + "/permissions/{login}", steps.set_permission),

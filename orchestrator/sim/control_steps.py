@@ -85,6 +85,22 @@ def create_user(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]
     }
 
 
+def get_user(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
+    """An account with its token: what a person's shell needs to act as them over REST."""
+    user = emulator.state.user(params["login"])
+    return {
+        "login": user.rest_login,
+        "graphql_login": user.login,
+        "type": user.type,
+        "token": user.token,
+    }
+
+
+def list_repos(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
+    with emulator.state.lock:
+        return {"repos": sorted(repo.full_name for repo in emulator.state.repos.values())}
+
+
 def create_repo(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
     files = field_value(data, "files", dict) or None
     if files is not None and not all(isinstance(v, str) for v in files.values()):
