@@ -96,6 +96,9 @@ def test_issue_unblock_returns_where_the_flow_was(env: dict[str, str]) -> None:
     db = Database.open(env["db"])
     row = db.issues.get("acme/app", 7)
     assert row is not None and row.waiting_reason is None
+    # The next action moved with the phase: not the blocked one, nor the one before.
+    assert row.observation["next_intended_action"] == "resume waiting_for_checks"
+    assert row.observation["gates"]["checks"] == "pending"
     events = db.issues.events(row.id)
     assert events[-1].actor.startswith("operator:")
     db.close()
