@@ -177,10 +177,8 @@ def timeline(data: dict[str, Any]) -> str:
 def _effect_line(effect: dict[str, Any]) -> str:
     """One side effect; consecutive workpad updates as one line with their count and times."""
     if effect["count"] > 1:
-        return (
-            f"  {effect['first_at']}  {effect['kind']} x{effect['count']} "
-            f"(last {effect['last_at']})  {effect['status']}"
-        )
+        kind, status = f"{effect['kind']} x{effect['count']}", effect["status"]
+        return f"  {effect['first_at']}  {kind:<22} {status:<24} until {effect['last_at']}"
     return f"  {effect['created_at']}  {effect['kind']:<22} {effect['status']:<24} {effect['key']}"
 
 
