@@ -82,6 +82,9 @@ class Transition:
     # Leaving rework before any turn ran because its cause went away (a flaky check
     # passed on rerun): the entry is withdrawn and does not count as a rework cycle.
     withdraws_rework: bool = False
+    # What the daemon will do once the issue is in ``to_phase``: written with the phase,
+    # so the next action shown never belongs to the phase the issue just left.
+    next_action: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -78,6 +78,9 @@ class IssueDecision:
     cancel: Cancel | None = None
     effects: list[SideEffect] = field(default_factory=list)
     waiting_reason: WaitingReason | None = None
+    # The next action only names the move: the planner asks the target phase's rules
+    # what comes after it, so the action shown matches the phase the issue is in.
+    names_the_move: bool = False
 
 
 def move(
@@ -93,6 +96,7 @@ def move(
         next_action=next_action or f"move to {to_phase}",
         transition=Transition(ctx.ref, ctx.phase, to_phase, reason, waiting_reason),
         waiting_reason=waiting_reason,
+        names_the_move=next_action is None,
     )
 
 

@@ -128,7 +128,33 @@ def _plan_issue(
     if running is not None and decision.cancel is None and not tracked:
         decision.cancel = Cancel(item.ref, "issue_not_worked_on")
     _apply_limits(decision, gates, mode)
+    if decision.transition is not None and item.record is not None:
+        ctx = IssueContext(
+            item, item.record, policy, now, gates, intent, running, snapshot.self_login
+        )
+        _describe_after_move(decision, ctx)
     return _Planned(item, gates, mode, decision, tracked)
+
+
+def _describe_after_move(decision: IssueDecision, ctx: IssueContext) -> None:
+    """Say what comes once the move is made, and let the transition write it with the phase.
+
+    A move that only names itself ("move to reviewing") is described by the target
+    phase's own rules on the record as it will be, as the next tick would plan it.
+    """
+    move = decision.transition
+    assert move is not None
+    if decision.names_the_move:
+        if move.to_phase is Phase.DONE:
+            decision.next_action = "nothing: done"
+        else:
+            # A turn the move cancels is not the target phase's running turn.
+            running = None if decision.cancel is not None else ctx.running
+            moved = replace(
+                ctx, record=apply_transition(ctx.record, move, ctx.now), running=running
+            )
+            decision.next_action = _PHASE_RULES[move.to_phase](moved).next_action
+    decision.transition = replace(move, next_action=decision.next_action)
 
 
 def _decide(

@@ -94,6 +94,11 @@ def apply_transition(record: StoredRecord, transition: Transition, now: datetime
         record.workpad.with_phase(to_phase, transition.waiting_reason, now, detail),
         rework_cycles=cycles,
     )
+    if transition.next_action is not None:
+        workpad = replace(
+            workpad,
+            observation=replace(workpad.observation, next_intended_action=transition.next_action),
+        )
     return replace(
         record,
         phase=to_phase,

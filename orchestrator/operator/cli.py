@@ -167,6 +167,8 @@ def issue_unblock(ref: str, to_phase: str | None, db: str | None) -> None:
         target = _unblock_target(database, row.id, to_phase)
         if not is_allowed(Phase.BLOCKED, target):
             raise click.ClickException(f"blocked cannot move to {target}")
+        # The next action shown moves with the phase; the next tick plans it in detail.
+        observation = {**(row.observation or {}), "next_intended_action": f"resume {target}"}
         result = database.issues.transition(
             row.id,
             Phase.BLOCKED,
@@ -178,6 +180,7 @@ def issue_unblock(ref: str, to_phase: str | None, db: str | None) -> None:
             waiting_since=None,
             attempt=0,
             retry_due_at=None,
+            observation=observation,
         )
     finally:
         database.close()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.github.outcomes import FailingCheck
-from orchestrator.web.views import IssueRow
+from orchestrator.web.views import IssueRow, fold_side_effects, observation_lines
 
 COLUMNS = (
     "issue",
@@ -157,6 +157,10 @@ def timeline(data: dict[str, Any]) -> str:
         f"{issue['tracker_state']}; PR {issue['pr_number'] or '-'} at "
         f"{(issue['pr_head_sha'] or '-')[:12]}; rework cycles {issue['rework_cycles']}",
     ]
+    merge = issue.get("merge")
+    if merge:
+        commit = f" as {merge['commit_sha'][:12]}" if merge.get("commit_sha") else ""
+        out.append(f"  {merge['state']}: PR #{merge['pr_number']}{commit}")
     if issue["waiting_reason"]:
         out.append(f"  waiting: {issue['waiting_reason']}")
     waiting = (data.get("workpad") or {}).get("waiting") or {}
@@ -164,26 +168,40 @@ def timeline(data: dict[str, Any]) -> str:
         out.append(f"  why: {waiting['detail']}")
     if data.get("last_failure"):
         out.append(f"  last failure: {data['last_failure']}")
-    next_action = data["observation"].get("next_intended_action")
-    if next_action:
-        out.append(f"  next: {next_action}")
+    out += [f"  {label}: {value}" for label, value in observation_lines(data["observation"])]
     out.append("phase events:")
     out += [
         f"  {e['at']}  {e['from'] or '-'} -> {e['to']}  ({e['actor']}: {e['reason']})"
         for e in data["phase_events"]
     ]
     out.append("side effects:")
-    out += [
-        f"  {s['created_at']}  {s['kind']:<22} {s['status']:<24} {s['key']}"
-        for s in data["side_effects"]
-    ] or ["  none"]
+    out += [_effect_line(s) for s in fold_side_effects(data["side_effects"])] or ["  none"]
     out.append("agent runs:")
-    out += [
-        f"  {r['started_at']}  {r['phase']:<12} attempt {r['attempt']}  "
-        f"{r['outcome'] or 'running'}  {r['duration_s'] or '-'} s"
-        for r in data["agent_runs"]
-    ] or ["  none"]
+    out += [_run_line(r) for r in data["agent_runs"]] or ["  none"]
     return "\n".join(out)
+
+
+def _effect_line(effect: dict[str, Any]) -> str:
+    """One side effect; consecutive workpad updates as one line with their count and times."""
+    if effect["count"] > 1:
+        kind, status = f"{effect['kind']} x{effect['count']}", effect["status"]
+        return f"  {effect['first_at']}  {kind:<22} {status:<24} until {effect['last_at']}"
+    return f"  {effect['created_at']}  {effect['kind']:<22} {effect['status']:<24} {effect['key']}"
+
+
+def _run_line(run: dict[str, Any]) -> str:
+    """One agent run: when, phase, attempt, replica, duration, tokens, and why it ended."""
+    duration = run["duration_s"]
+    tokens = run.get("total_tokens")
+    reason = run.get("exit_reason") or run["outcome"] or "running"
+    if len(reason) > 200:
+        reason = reason[:197] + "..."
+    return (
+        f"  {run['started_at']}  {run['phase']:<12} attempt {run['attempt']}  "
+        f"on {run.get('replica_id') or '-'}  "
+        f"{f'{duration:.1f} s' if duration is not None else '-'}  "
+        f"{f'{tokens:,} tokens' if tokens is not None else '- tokens'}  {reason}"
+    )
 
 
 def checks(items: Sequence[FailingCheck]) -> str:

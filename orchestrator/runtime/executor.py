@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import cached_property
 
 from structlog.contextvars import bound_contextvars
 
@@ -29,7 +30,7 @@ from orchestrator.domain.actions import (
 )
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.record_updates import apply_dispatch, apply_observation
-from orchestrator.domain.snapshot import IssueRef, IssueSnapshot
+from orchestrator.domain.snapshot import IssueRef, IssueSnapshot, TrackedIssue
 from orchestrator.domain.workpad import Observation
 from orchestrator.github.errors import RateLimited
 from orchestrator.logs import get_logger
@@ -37,9 +38,10 @@ from orchestrator.runtime.claimer import TurnClaimer
 from orchestrator.runtime.gate import SideEffectGate, Verdict
 from orchestrator.runtime.gather import Gathered
 from orchestrator.runtime.records import RecordRow, RecordStore
-from orchestrator.runtime.wiring import AgentWiring, PolicyView
+from orchestrator.runtime.wiring import AgentWiring, PolicyView, tracker_settings
 from orchestrator.store.fencing import Fence
 from orchestrator.store.issues import Applied, Illegal
+from orchestrator.tracker.base import TrackerSettings
 
 log = get_logger(__name__)
 
@@ -87,6 +89,26 @@ def _same_observation(a: Observation, b: Observation) -> bool:
     )
 
 
+def _note_tracker_write(run: _Execution, effect: SideEffect, read: TrackedIssue) -> None:
+    """Keep what a done label or close write changed on the issue itself."""
+    issue = run.written.get(effect.issue, read)
+    if effect.kind is SideEffectKind.SET_LABELS:
+        target = effect.payload.get("on_number")
+        if isinstance(target, int) and target > 0 and target != effect.issue.number:
+            return  # a label on the pull request
+        add, remove = effect.payload.get("add"), effect.payload.get("remove")
+        labels = (issue.labels - frozenset(remove if isinstance(remove, tuple) else ())) | (
+            frozenset(add if isinstance(add, tuple) else ())
+        )
+        issue = replace(issue, labels=labels)
+    elif effect.kind is SideEffectKind.CLOSE_ISSUE:
+        issue = replace(issue, is_open=False)
+    else:
+        return
+    shown = run.tracker.shown_state(issue.labels, issue.is_open)
+    run.written[effect.issue] = replace(issue, tracker_state=shown)
+
+
 def workpad_before_close(actions: Sequence[Action]) -> list[Action]:
     """The actions with each issue's workpad rewrite moved before its close (record, then close)."""
     ordered = list(actions)
@@ -123,10 +145,17 @@ class _Execution:
     halted: set[IssueRef] = field(default_factory=set)
     # Issues whose side effect failed or was refused: only their workpad is still written.
     failed: set[IssueRef] = field(default_factory=set)
+    # The issues as this execution's own label and close writes left them on the tracker:
+    # their observation records the tracker state shown now, not the one read before.
+    written: dict[IssueRef, TrackedIssue] = field(default_factory=dict)
 
     @property
     def rows(self) -> dict[IssueRef, RecordRow]:
         return self.gathered.rows
+
+    @cached_property
+    def tracker(self) -> TrackerSettings:
+        return tracker_settings(self.view.policy, self.view.flow)
 
 
 class Executor:
@@ -234,6 +263,8 @@ class Executor:
         if outcome.verdict is Verdict.DONE:
             run.report.effects_done += 1
             run.report.touched.add(action.issue)
+            if item is not None:
+                _note_tracker_write(run, action, item.issue)
         elif outcome.verdict is Verdict.FAILED:
             run.report.effects_failed += 1
             run.failed.add(action.issue)
@@ -279,16 +310,21 @@ class Executor:
 
     def _observe(self, run: _Execution, action: Observe, item: IssueSnapshot) -> None:
         row = run.rows[action.issue]
-        issue = item.issue
-        if _same_observation(row.record.workpad.observation, action.observation) and (
-            action.head_seen is None or action.head_seen == row.record.head_seen
+        issue = run.written.get(action.issue, item.issue)
+        labels = tuple(sorted(issue.labels))
+        if (
+            _same_observation(row.record.workpad.observation, action.observation)
+            and (action.head_seen is None or action.head_seen == row.record.head_seen)
+            and row.tracker_state == issue.tracker_state
+            and row.labels == labels
+            and row.title == issue.title
         ):
             return
         updated = self.records.update(
             row.issue_id,
             lambda record: apply_observation(record, action),
             now=self.clock(),
-            labels=sorted(issue.labels),
+            labels=list(labels),
             tracker_state=issue.tracker_state,
             title=issue.title,
         )

@@ -62,6 +62,9 @@ class RecordRow:
     record: StoredRecord
     workpad_comment_id: int | None = None
     recovery: RecoveryNote | None = None
+    # The issue's tracker state and labels as last written (what the dashboard shows).
+    tracker_state: str | None = None
+    labels: tuple[str, ...] = ()
 
 
 def record_columns(record: StoredRecord, recovery: RecoveryNote | None = None) -> dict[str, Any]:
@@ -129,6 +132,18 @@ def _recovery(row: TrackedIssue) -> RecoveryNote | None:
     return RecoveryNote(raw=note["raw"], problem=problem if isinstance(problem, str) else None)
 
 
+def _written_identity(columns: dict[str, Any]) -> dict[str, Any]:
+    """The fields of a RecordRow that ``columns`` just wrote (title, tracker state, labels)."""
+    written: dict[str, Any] = {}
+    if "title" in columns:
+        written["title"] = columns["title"]
+    if "tracker_state" in columns:
+        written["tracker_state"] = columns["tracker_state"]
+    if "labels" in columns:
+        written["labels"] = tuple(columns["labels"] or ())
+    return written
+
+
 def _same(row: RecordRow, number: int, version: int) -> bool:
     # The number guards against SQLite giving a deleted row's id to a new one.
     return row.ref.number == number and row.version == version
@@ -169,6 +184,8 @@ class RecordStore:
             record=row_record(row),
             workpad_comment_id=row.workpad_comment_id,
             recovery=_recovery(row),
+            tracker_state=row.tracker_state,
+            labels=tuple(row.labels or ()),
         )
         with self._guard:
             self._rows[row.id] = found
@@ -275,7 +292,12 @@ class RecordStore:
                 if self.db.issues.update_fields(
                     issue_id, now=now, expected_version=row.version, fence=fence, **values
                 ):
-                    return replace(row, record=updated, version=row.version + 1)
+                    return replace(
+                        row,
+                        record=updated,
+                        version=row.version + 1,
+                        **_written_identity(columns),
+                    )
             raise RuntimeError(f"issue {issue_id}: the record kept changing under the update")
 
     def transition(

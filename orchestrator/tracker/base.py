@@ -8,6 +8,9 @@ from typing import Protocol
 
 from orchestrator.domain.snapshot import IssueRef, TrackedIssue
 
+# The tracker state of a closed issue, whatever labels it still carries.
+CLOSED_STATE = "Done"
+
 
 @dataclass(frozen=True)
 class TrackerSettings:
@@ -29,6 +32,10 @@ class TrackerSettings:
         by_label = {label: state for state, label in self.state_labels.items()}
         states = [by_label[label] for label in labels if label in by_label]
         return sorted(states)[0] if states else self.default_state
+
+    def shown_state(self, labels: Iterable[str], is_open: bool) -> str:
+        """The tracker state an issue shows: its state label while open, Done once closed."""
+        return self.state_of(labels) if is_open else CLOSED_STATE
 
     def is_candidate(self, issue: TrackedIssue) -> bool:
         return (

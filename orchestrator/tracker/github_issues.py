@@ -24,7 +24,7 @@ def _issue(repo: str, item: FeedItem, settings: TrackerSettings) -> TrackedIssue
         is_open=item.is_open,
         labels=item.labels,
         created_at=datetime.fromisoformat(item.created_at.replace("Z", "+00:00")),
-        tracker_state=settings.state_of(item.labels) if item.is_open else "Done",
+        tracker_state=settings.shown_state(item.labels, item.is_open),
     )
 
 

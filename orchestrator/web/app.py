@@ -121,7 +121,7 @@ def create_app(
         data = _timeline(request)
         if data is None:
             return HTMLResponse("<h1>Not tracked</h1><p><a href='/'>dashboard</a></p>", 404)
-        return HTMLResponse(pages.issue_page(data))
+        return HTMLResponse(pages.issue_page(data, html_base))
 
     def _timeline(request: Request) -> dict[str, Any] | None:
         p = request.path_params

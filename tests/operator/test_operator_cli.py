@@ -12,7 +12,7 @@ from orchestrator.cli import cli
 from orchestrator.domain.phases import Phase
 from orchestrator.sim.testing import running_world
 from orchestrator.store.database import Database
-from tests.web.conftest import NOW, populate
+from tests.web.conftest import NOW, populate, populate_finished
 
 
 @pytest.fixture
@@ -96,6 +96,9 @@ def test_issue_unblock_returns_where_the_flow_was(env: dict[str, str]) -> None:
     db = Database.open(env["db"])
     row = db.issues.get("acme/app", 7)
     assert row is not None and row.waiting_reason is None
+    # The next action moved with the phase: not the blocked one, nor the one before.
+    assert row.observation["next_intended_action"] == "resume waiting_for_checks"
+    assert row.observation["gates"]["checks"] == "pending"
     events = db.issues.events(row.id)
     assert events[-1].actor.startswith("operator:")
     db.close()
@@ -181,3 +184,25 @@ def test_pr_checks_and_threads_against_the_emulator(
         assert with_bots.index("name it better") < with_bots.index("typo")
         assert "[bot]" in with_bots
         assert world.bot.token not in checks.output + threads + with_bots
+
+
+def test_issue_show_folds_workpad_updates_and_names_each_runs_replica_and_exit(
+    env: dict[str, str],
+) -> None:
+    db = Database.open(env["db"])
+    populate_finished(db)
+    db.close()
+    shown = _run("issue", "show", "acme/app#11", "--db", env["db"]).output
+    assert "  merged: PR #21 as c0ffeecccccc" in shown
+    assert "  next action: nothing: done" in shown and "__type__" not in shown
+    folded = [line for line in shown.splitlines() if "upsert_workpad x" in line]
+    assert [line.split("upsert_workpad ")[1].split()[0] for line in folded] == [
+        "x12",
+        "x15",
+        "x11",
+    ]
+    assert all(" until " in line for line in folded)
+    runs = shown.split("agent runs:\n")[1].splitlines()
+    assert "on replica-a" in runs[0] and "120.0 s" in runs[0]
+    assert "failed: agent exited with code 1: Traceback" in runs[0]
+    assert "on replica-b" in runs[1] and "123,456 tokens  completed" in runs[1]

@@ -32,8 +32,8 @@ def chromium_path() -> str:
 
 
 @contextmanager
-def browser_page() -> Iterator[Any]:
-    """A page in a fresh headless Chromium profile."""
+def browser_page(width: int = 1600, height: int = 900) -> Iterator[Any]:
+    """A page in a fresh headless Chromium profile, its window ``width`` CSS pixels wide."""
     from playwright.sync_api import sync_playwright
 
     executable = chromium_path()
@@ -44,6 +44,6 @@ def browser_page() -> Iterator[Any]:
             args=CHROMIUM_ARGS,
         )
         try:
-            yield browser.new_page(viewport={"width": 1600, "height": 900})
+            yield browser.new_page(viewport={"width": width, "height": height})
         finally:
             browser.close()

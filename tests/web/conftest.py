@@ -4,6 +4,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,159 @@ def site_factory(tmp_path: Path) -> Iterator[object]:
     for handle, db in started:
         handle.stop()
         db.close()
+
+
+FINISHED = 11
+MERGE_COMMIT = "c0ffee" + "c" * 34
+FINISHED_HEAD = "b" * 40
+LONG_ERROR = "agent exited with code 1: " + "Traceback (most recent call last) " * 20
+
+
+def populate_finished(db: Database) -> None:
+    """acme/app#11: merged and closed after a long life (40 workpad updates, a long PR body)."""
+    from orchestrator.domain.phases import GateValue, RolloutMode
+    from orchestrator.domain.workpad import (
+        MergeState,
+        Observation,
+        PRRef,
+        ReviewState,
+        WorkpadRecord,
+    )
+    from orchestrator.runtime.codec import encode_workpad
+
+    start = NOW - timedelta(hours=2)
+    row = db.issues.ensure(
+        "acme/app",
+        FINISHED,
+        title="Render the long report",
+        phase=Phase.IMPLEMENTING,
+        now=start,
+        reason="claimed",
+    )
+    path = (
+        Phase.IMPLEMENTING,
+        Phase.REVIEWING,
+        Phase.WAITING_FOR_CHECKS,
+        Phase.WAITING_FOR_HUMAN,
+        Phase.READY_TO_MERGE,
+        Phase.MERGING,
+        Phase.DONE,
+    )
+    for step, (before, after) in enumerate(pairwise(path), start=1):
+        db.issues.transition(
+            row.id, before, after, reason=f"step {step}", now=start + timedelta(minutes=10 * step)
+        )
+    gates = {
+        "ownership": GateValue.PASS,
+        "kill_switch": GateValue.PASS,
+        "checks": GateValue.PASS,
+        "human_approval": GateValue.PASS,
+        "mergeability": GateValue.PENDING,
+        "head_match": GateValue.PASS,
+    }
+    workpad = encode_workpad(
+        WorkpadRecord(
+            phase=Phase.DONE,
+            branch="orchestrator/issue-11",
+            pr=PRRef(21, "http://github.test/acme/app/pull/21", FINISHED_HEAD),
+            review=ReviewState(55, 1, FINISHED_HEAD),
+            merge=MergeState(
+                last_attempted_at=NOW - timedelta(minutes=5),
+                last_attempted_head_sha=FINISHED_HEAD,
+                last_merge_commit_sha=MERGE_COMMIT,
+                last_merged_head_sha=FINISHED_HEAD,
+            ),
+            observation=Observation(NOW, "nothing: done", RolloutMode.MERGE, gates),
+        )
+    )
+    db.issues.update_fields(
+        row.id,
+        now=NOW,
+        workpad=workpad,
+        observation=workpad["observation"],
+        tracker_state="Done",
+        labels=["orchestrator", "state:in-review", "state:merging"],
+        branch="orchestrator/issue-11",
+        pr_number=21,
+        pr_head_sha=FINISHED_HEAD,
+    )
+    moment = [start]
+
+    def effect(kind: str, suffix: str, result: dict[str, object], failed: bool = False) -> None:
+        moment[0] += timedelta(seconds=40)
+        key = f"acme/app#{FINISHED}:{kind}:{suffix}"
+        payload = {"heading": "## Orchestrator Workpad"} if kind == "upsert_workpad" else {}
+        db.outbox.intend(
+            key, kind=kind, payload=payload, issue_id=row.id, rollout_mode="merge", now=moment[0]
+        )
+        if failed:
+            db.outbox.fail(key, error=result, now=moment[0])
+        else:
+            db.outbox.complete(key, result=result, now=moment[0])
+
+    updates = iter(range(100))
+
+    def workpads(count: int) -> None:
+        for _ in range(count):
+            effect(
+                "upsert_workpad", f"{next(updates):016x}", {"action": "updated", "comment_id": 77}
+            )
+
+    effect("set_labels", f"state:in-progress@{start.isoformat()}", {})
+    workpads(1)
+    effect(
+        "push_branch", FINISHED_HEAD, {"branch": "orchestrator/issue-11", "head_sha": FINISHED_HEAD}
+    )
+    effect(
+        "create_pr",
+        "orchestrator/issue-11",
+        {
+            "number": 21,
+            "url": "http://github.test/acme/app/pull/21/" + "a-very-long-path-segment/" * 8,
+            "head_sha": FINISHED_HEAD,
+            "body": "## Summary\n\nRenders the long report. " + "More words about it. " * 40,
+        },
+    )
+    workpads(12)
+    effect("upsert_workpad", "f" * 16, {"error": "502 Bad Gateway from GitHub"}, failed=True)
+    workpads(15)
+    effect(
+        "merge_pr",
+        f"{FINISHED_HEAD}:{MERGE_COMMIT}",
+        {"merged": True, "merge_commit_sha": MERGE_COMMIT},
+    )
+    workpads(11)
+    effect("close_issue", f"merged:{MERGE_COMMIT}", {"changed": 1})
+    workpads(1)
+    db.runs.start(
+        "run-11a",
+        issue_id=row.id,
+        phase="implementing",
+        attempt=1,
+        now=start + timedelta(minutes=1),
+        replica_id="replica-a",
+    )
+    db.runs.finish(
+        "run-11a",
+        outcome="failed",
+        now=start + timedelta(minutes=3),
+        error=LONG_ERROR,
+    )
+    db.runs.start(
+        "run-11b",
+        issue_id=row.id,
+        phase="implementing",
+        attempt=2,
+        now=start + timedelta(minutes=4),
+        replica_id="replica-b",
+    )
+    db.runs.finish(
+        "run-11b",
+        outcome="completed",
+        now=start + timedelta(minutes=9, seconds=30),
+        input_tokens=120_000,
+        cached_input_tokens=80_000,
+        output_tokens=3_456,
+        total_tokens=123_456,
+        cost_usd=1.5,
+    )

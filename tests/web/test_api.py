@@ -223,7 +223,9 @@ def test_dashboard_and_timeline_pages(site_factory) -> None:  # type: ignore[no-
     assert 'http-equiv="refresh"' in page
     assert "acme/app#7" in page and "Add &lt;b&gt;x&lt;/b&gt;" in page
     assert 'href="http://github.test/acme/app/pull/12"' in page
-    assert "waiting_for_checks" in page and "wait for checks on aaaaaaaa" in page
+    # Snake-case values may break after their underscores (<wbr>) in the narrow table.
+    text = page.replace("<wbr>", "")
+    assert "waiting_for_checks" in text and "wait for checks on aaaaaaaa" in text
     timeline = httpx.get(f"{site.url}/issues/acme/app/7").text
     assert "Phase events" in timeline and "create_pr" in timeline
     assert httpx.get(f"{site.url}/issues/acme/app/99").status_code == 404
