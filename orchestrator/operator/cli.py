@@ -22,11 +22,21 @@ from orchestrator.operator.preferences import preference_option, resolve
 from orchestrator.operator.refs import parse_ref
 
 
-def _open_db(flag: str | None) -> Any:
+def _open_db(flag: str | None, workflow: str | None) -> Any:
+    """The database ``orchestrator run`` would use: --db, $ORCHESTRATOR_DATABASE_URL,
+    the policy file's ``database.url`` (read leniently), else the default file."""
+    from orchestrator.operator.daemon_api import policy_database_url
     from orchestrator.store.database import Database
-    from orchestrator.store.engine import resolve_database_url
+    from orchestrator.store.engine import DATABASE_URL_ENV, choose_database
 
-    url = resolve_database_url(resolve("db", flag))
+    flagged = resolve("db", flag)
+    path = Path(resolve("workflow", workflow))
+    try:
+        chosen = flagged or os.environ.get(DATABASE_URL_ENV)
+        policy_url = None if chosen else policy_database_url(path, os.environ)
+    except ValueError as exc:
+        raise click.ClickException(f"cannot read database.url: {exc}; pass --db") from exc
+    url = choose_database(flagged, policy_url, path).url
     try:
         return Database.open(url)
     except Exception as exc:
@@ -81,7 +91,7 @@ def status(
         queued_turns = int(state.get("queued_turns") or 0)
         as_of = str(state.get("as_of") or datetime.now(UTC).isoformat())
     else:
-        database = _open_db(db)
+        database = _open_db(db, workflow)
         try:
             now = datetime.now(UTC)
             rows = views.issue_rows(database, None, now)
@@ -123,13 +133,14 @@ def issue() -> None:
 @click.argument("ref")
 @preference_option("db", "--db", metavar="URL")
 @preference_option("format", "--format", "fmt", type=click.Choice(["table", "json"]))
-def issue_show(ref: str, db: str | None, fmt: str | None) -> None:
+@preference_option("workflow", "--workflow", metavar="PATH")
+def issue_show(ref: str, db: str | None, fmt: str | None, workflow: str | None) -> None:
     """The timeline of OWNER/REPO#N: phase events, side effects, agent runs."""
     from orchestrator.operator import render
     from orchestrator.web import views
 
     repo, number = parse_ref(ref)
-    database = _open_db(db)
+    database = _open_db(db, workflow)
     try:
         data = views.timeline(database, repo, number)
     finally:
@@ -151,13 +162,14 @@ def issue_show(ref: str, db: str | None, fmt: str | None) -> None:
     help="Where the flow continues (default: the phase it was blocked from).",
 )
 @preference_option("db", "--db", metavar="URL")
-def issue_unblock(ref: str, to_phase: str | None, db: str | None) -> None:
+@preference_option("workflow", "--workflow", metavar="PATH")
+def issue_unblock(ref: str, to_phase: str | None, db: str | None, workflow: str | None) -> None:
     """Let a blocked issue continue, where it was or in PHASE."""
     from orchestrator.domain.phases import Phase, is_allowed
     from orchestrator.store.issues import Applied, LostRace
 
     repo, number = parse_ref(ref)
-    database = _open_db(db)
+    database = _open_db(db, workflow)
     try:
         row = database.issues.get(repo, number)
         if row is None:

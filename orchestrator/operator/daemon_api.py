@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from orchestrator.web.hosts import WILDCARD_ADDRESSES, host_name
+from orchestrator.workflow.build import sqlite_absolute
 from orchestrator.workflow.catalog import settings
 from orchestrator.workflow.coerce import Conversion, ConversionError, convert
 from orchestrator.workflow.document import parse_document
@@ -48,14 +49,21 @@ class NoAddress:
 
 @dataclass(frozen=True)
 class ServerKeys:
-    """The ``server`` keys of a policy file as far as they could be read."""
+    """Some keys of a policy file (its ``server`` keys) as far as they could be read."""
 
     values: Mapping[str, object]
     problems: Mapping[str, str]
 
 
 def read_server_keys(workflow: Path, env: Mapping[str, str]) -> ServerKeys | NoAddress:
-    """``server.host``, ``server.port`` and ``server.token`` of ``workflow`` and the environment.
+    """``server.host``, ``server.port`` and ``server.token`` of ``workflow`` and the environment."""
+    return read_keys(workflow, env, SERVER_KEYS)
+
+
+def read_keys(
+    workflow: Path, env: Mapping[str, str], keys: tuple[str, ...]
+) -> ServerKeys | NoAddress:
+    """``keys`` of ``workflow`` and the environment, read leniently.
 
     A key that cannot be read keeps its default and its problem is kept;
     nothing else of the policy is checked.
@@ -75,7 +83,7 @@ def read_server_keys(workflow: Path, env: Mapping[str, str]) -> ServerKeys | NoA
     env_layer, _ = from_environment(env)
     values: dict[str, object] = {}
     failures: dict[str, str] = {}
-    for key in SERVER_KEYS:
+    for key in keys:
         spec = settings()[key]
         raw: RawValue | None = env_layer.get(key) or file_layer.get(key)
         values[key] = spec.default
@@ -87,6 +95,25 @@ def read_server_keys(workflow: Path, env: Mapping[str, str]) -> ServerKeys | NoA
         except ConversionError as exc:
             failures[key] = f"{source}: {key}: {exc.message}"
     return ServerKeys(values, failures)
+
+
+def policy_database_url(workflow: Path, env: Mapping[str, str]) -> str | None:
+    """``database.url`` of ``workflow`` as ``orchestrator run`` would open it, else None.
+
+    None when there is no such file (the default database is meant then); a
+    value that cannot be read (an unset variable) is a ``ValueError`` naming it.
+    """
+    keys = read_keys(workflow, env, ("database.url",))
+    if isinstance(keys, NoAddress):
+        if workflow.exists():
+            raise ValueError(keys.reason)
+        return None
+    problem = keys.problems.get("database.url")
+    if problem is not None:
+        raise ValueError(problem)
+    url = keys.values["database.url"]
+    assert isinstance(url, str)
+    return sqlite_absolute(url, workflow.resolve().parent)
 
 
 def api_url(host: str, port: int) -> str:

@@ -58,7 +58,8 @@ def _problem_location(origin: Origin, path: str, positions: Mapping[str, Locatio
     return origin.location
 
 
-def _sqlite_absolute(url: str, base_dir: Path) -> str:
+def sqlite_absolute(url: str, base_dir: Path) -> str:
+    """A ``sqlite:///PATH`` URL with ``PATH`` expanded and made absolute against ``base_dir``."""
     prefix = "sqlite:///"
     if not url.startswith(prefix):
         return url
@@ -109,7 +110,7 @@ def build_policy(
             problems.append(Problem(where, key, exc.message + suffix))
             continue
         if path == "database.url" and isinstance(value, str):
-            value = _sqlite_absolute(value, base_dir)
+            value = sqlite_absolute(value, base_dir)
         for sub, variables in conversion.references.items():
             references[path + sub] = variables
         values[path] = value

@@ -206,3 +206,36 @@ def test_issue_show_folds_workpad_updates_and_names_each_runs_replica_and_exit(
     assert "on replica-a" in runs[0] and "120.0 s" in runs[0]
     assert "failed: agent exited with code 1: Traceback" in runs[0]
     assert "on replica-b" in runs[1] and "123,456 tokens  completed" in runs[1]
+
+
+def test_without_db_the_commands_open_the_policy_files_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A SQLite install with the daemon stopped: status and issue show read the
+    # database.url of the policy (relative to its folder), as `orchestrator run` does,
+    # even in a shell without the variables the rest of the policy needs.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.delenv("ORCHESTRATOR_DATABASE_URL", raising=False)
+    monkeypatch.delenv("GITHUB_TOKEN", raising=False)
+    site = tmp_path / "site"
+    (site / "state").mkdir(parents=True)
+    db = Database.open(f"sqlite:///{site}/state/o.db")
+    populate(db)
+    db.close()
+    policy = site / "WORKFLOW.md"
+    policy.write_text(
+        "---\ntracker:\n  repo: acme/app\n  token: $GITHUB_TOKEN\n"
+        "server:\n  port: 1\ndatabase:\n  url: sqlite:///state/o.db\n---\nGo.\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    shown = _run("status", "--workflow", str(policy))
+    assert shown.exit_code == 0, shown.output
+    assert any(line.startswith("acme/app#7") for line in shown.output.splitlines()), shown.output
+    timeline = _run("issue", "show", "acme/app#7", "--workflow", str(policy))
+    assert "implementing -> waiting_for_checks" in timeline.output
+
+    policy.write_text("---\ntracker:\n  repo: acme/app\ndatabase:\n  url: $NOT_SET_HERE\n---\n")
+    unset = CliRunner().invoke(cli, ["status", "--workflow", str(policy)])
+    assert unset.exit_code == 1
+    assert "database.url" in unset.output and "NOT_SET_HERE" in unset.output
+    assert "pass --db" in unset.output
