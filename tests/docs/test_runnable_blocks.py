@@ -314,6 +314,64 @@ def test_console_blocks_run_their_prompted_lines() -> None:
     assert text.splitlines()[offset:] == ["orchestrator validate \\", "    WORKFLOW.md", ""]
 
 
+def run(block: Block, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``block`` with bash; a block still running after BLOCK_TIMEOUT fails the test."""
+    text, _ = script(block)
+    try:
+        return subprocess.run(
+            ["bash", "-c", text],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=BLOCK_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"{block.where}: still running after {BLOCK_TIMEOUT:.0f} s\n{block.text}{exc}")
+
+
+def failure(block: Block, done: subprocess.CompletedProcess[str]) -> str:
+    """What a failed block reports: the document's line that failed, the block, its output."""
+    failed = re.findall(r"at block line (\d+): ", done.stderr)
+    line = block.line + int(failed[-1]) - 1 if failed else block.line
+    return (
+        f"{block.document}:{line}: the block starting on line {block.line} "
+        f"failed with exit status {done.returncode}\n"
+        f"--- block\n{block.text}--- stdout\n{done.stdout[-4000:]}"
+        f"--- stderr\n{done.stderr[-4000:]}"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("true\nfalse\ntrue\n", "x.md:11: the block starting on line 10 failed"),
+        ("sh -c 'exit 3'   # runs until stopped\n", "exited before it was up"),
+        (
+            "sh -c 'echo daemon_ready; exec sleep 30'   # runs until stopped\n",
+            "exit status 143 after SIGTERM",
+        ),
+    ],
+    ids=["failing-line", "exits-early", "unclean-stop"],
+)
+def test_failures_name_the_line_and_the_cause(text: str, says: str, tmp_path: Path) -> None:
+    """The conventions catch a failing line, a server that never comes up, an unclean stop."""
+    block = Block("x.md", 10, None, text)
+    done = run(block, tmp_path, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    assert done.returncode != 0
+    assert says in failure(block, done)
+
+
+def test_a_clean_stop_lets_the_block_go_on(tmp_path: Path) -> None:
+    """A server that is up and exits 0 on SIGTERM passes, and the next line runs."""
+    server = "sh -c 'trap \"exit 0\" TERM; echo daemon_ready; while :; do sleep 0.1; done'"
+    block = Block("x.md", 1, None, f"{server}   # runs until stopped\necho next\n")
+    done = run(block, tmp_path, {"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["daemon_ready", "next"]
+
+
 def test_block(
     block: Block, world: SimWorld, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
@@ -323,26 +381,6 @@ def test_block(
     env = environment(tmp_path, paths, world)
     if block.needs == "postgresql":
         env["ORCHESTRATOR_DATABASE_URL"] = str(request.getfixturevalue("pg_url"))
-    text, _ = script(block)
-    try:
-        done = subprocess.run(
-            ["bash", "-c", text],
-            cwd=tmp_path,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=BLOCK_TIMEOUT,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"{block.where}: still running after {BLOCK_TIMEOUT:.0f} s\n{block.text}{exc}")
+    done = run(block, tmp_path, env)
     if done.returncode != 0:
-        failed = re.search(r"at block line (\d+): ", done.stderr)
-        line = block.line + int(failed.group(1)) - 1 if failed else block.line
-        pytest.fail(
-            f"{block.document}:{line}: the block starting on line {block.line} "
-            f"failed with exit status {done.returncode}\n"
-            f"--- block\n{block.text}--- stdout\n{done.stdout[-4000:]}"
-            f"--- stderr\n{done.stderr[-4000:]}",
-            pytrace=False,
-        )
+        pytest.fail(failure(block, done), pytrace=False)
