@@ -245,9 +245,16 @@ def scratch_directory(base: Path) -> dict[str, str]:
     var = base / "var" / "lib" / "orchestrator"
     for directory in (base / "home", base / "config", state, var):
         directory.mkdir(parents=True)
-    policy = (ROOT / "workflows" / "observe.md").read_text(encoding="utf-8")
+    example = ROOT / "workflows" / "observe.md"
+    policy = example.read_text(encoding="utf-8")
+    paths = policy.count("/var/lib/orchestrator")
     policy = policy.replace("/var/lib/orchestrator", str(var))
-    policy = re.sub(r"(?m)^(\s*port:\s*)8080\s*$", rf"\g<1>{free_port()}", policy)
+    policy, ports = re.subn(r"(?m)^(\s*port:\s*)\d+\s*$", rf"\g<1>{free_port()}", policy)
+    if paths < 3 or ports != 1:
+        raise AssertionError(
+            f"{example}: expected its state paths under /var/lib/orchestrator (database, "
+            f"workspaces, STOP; found {paths}) and one server port (found {ports})"
+        )
     (base / "WORKFLOW.md").write_text(policy, encoding="utf-8")
     bindir = base / "bin"
     bindir.mkdir()
