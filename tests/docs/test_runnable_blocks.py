@@ -22,8 +22,8 @@ holds what a reader has at hand: copies of the checkout's ``workflows/`` and
 ``deploy/``, and a ``WORKFLOW.md`` made from ``workflows/observe.md`` with its
 ``/var/lib/orchestrator`` paths and port moved into the scratch directory.
 ``orchestrator`` on ``PATH`` is this checkout (a wrapper around ``python -m
-orchestrator``); ``HOME``, ``XDG_STATE_HOME`` and ``XDG_CONFIG_HOME`` are in the
-scratch directory; ``ORCHESTRATOR_TRACKER__ENDPOINT`` points at an emulator this
+orchestrator``); ``HOME``, ``XDG_STATE_HOME``, ``XDG_CONFIG_HOME`` and ``TMPDIR``
+are in the scratch directory; ``ORCHESTRATOR_TRACKER__ENDPOINT`` points at an emulator this
 module starts, holding ``acme/widgets`` (the examples' repository) with one
 issue labelled ``orchestrator``; ``GITHUB_TOKEN`` is the emulator's bot token,
 the only secret an operator's shell holds for the observe stage.
@@ -243,7 +243,7 @@ def scratch_directory(base: Path) -> dict[str, str]:
         shutil.copytree(ROOT / folder, base / folder)
     state = base / "state"
     var = base / "var" / "lib" / "orchestrator"
-    for directory in (base / "home", base / "config", state, var):
+    for directory in (base / "home", base / "config", base / "tmp", state, var):
         directory.mkdir(parents=True)
     example = ROOT / "workflows" / "observe.md"
     policy = example.read_text(encoding="utf-8")
@@ -272,7 +272,7 @@ def scratch_directory(base: Path) -> dict[str, str]:
 
 def environment(base: Path, paths: dict[str, str], world: SimWorld) -> dict[str, str]:
     """An operator's shell for the blocks, with nothing of the test runner's own settings."""
-    keep = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL")
+    keep = ("PATH", "LANG", "LC_ALL", "TZ", "USER", "LOGNAME", "SHELL")
     env = {key: os.environ[key] for key in keep if key in os.environ}
     env.update(
         {
@@ -280,6 +280,7 @@ def environment(base: Path, paths: dict[str, str], world: SimWorld) -> dict[str,
             "HOME": str(base / "home"),
             "XDG_STATE_HOME": paths["state"],
             "XDG_CONFIG_HOME": str(base / "config"),
+            "TMPDIR": str(base / "tmp"),
             "GITHUB_TOKEN": world.bot.token,
             "ORCHESTRATOR_TRACKER__ENDPOINT": world.url,
             "GIT_TERMINAL_PROMPT": "0",
