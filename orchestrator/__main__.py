@@ -1,4 +1,4 @@
-"""``python -m orchestrator``: the same command line as the installed ``orchestrator``."""
+"""``python -m orchestrator``: the same command line as the ``orchestrator`` script."""
 
 from orchestrator.cli import main
 
