@@ -1,0 +1,43 @@
+"""One emulated Linear workspace: its records, its rate limits, and its snapshot file."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from orchestrator.sim.clock import Clock
+from orchestrator.sim.linear.limits import LinearLimits
+from orchestrator.sim.linear.state import LinearState
+
+SNAPSHOT_NAME = "linear.json"
+
+
+class LinearWorld:
+    """The Linear side of an emulator; with ``state_dir`` it loads and saves ``linear.json``."""
+
+    def __init__(self, clock: Clock, *, seed: int = 0, state_dir: Path | None = None) -> None:
+        self.state = LinearState(clock, seed=seed)
+        self.limits = LinearLimits(clock)
+        self.state_dir = state_dir
+        if self.snapshot_path is not None and self.snapshot_path.exists():
+            try:
+                self.state.load_json(json.loads(self.snapshot_path.read_text(encoding="utf-8")))
+            except (OSError, ValueError) as exc:
+                raise ValueError(f"{self.snapshot_path}: {exc}") from exc
+
+    @property
+    def snapshot_path(self) -> Path | None:
+        return None if self.state_dir is None else self.state_dir / SNAPSHOT_NAME
+
+    def save(self) -> None:
+        """Write the snapshot atomically, readable by its owner only (it holds API keys)."""
+        path = self.snapshot_path
+        if path is None:
+            return
+        data = json.dumps(self.state.to_json(), indent=1, sort_keys=True)
+        temporary = path.with_name(path.name + ".tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
