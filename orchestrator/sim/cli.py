@@ -15,12 +15,15 @@ from orchestrator.logs import get_logger
 log = get_logger(__name__)
 
 # The scripted coding agent lives next to the emulator but is optional.
-LAZY_SUBCOMMANDS = {"agent": "orchestrator.sim.agent:agent_command"}
+LAZY_SUBCOMMANDS = {
+    "agent": "orchestrator.sim.agent:agent_command",
+    "linear": "orchestrator.sim.linear.cli:linear_command",
+}
 
 
 @click.group(cls=LazyGroup, lazy=LAZY_SUBCOMMANDS)
 def sim() -> None:
-    """A local GitHub emulator (REST, GraphQL, git) for tests, the demo and benchmarks."""
+    """A local GitHub emulator (REST, GraphQL, git) and Linear emulator for tests and the demo."""
 
 
 def load_bootstrap(path: Path) -> dict[str, Any]:
