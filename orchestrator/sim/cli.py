@@ -98,6 +98,7 @@ def serve(port: int, host: str, state_dir: Path, seed: int, bootstrap: Path | No
     config.port = port
     server = uvicorn.Server(config)
     click.echo(f"GitHub emulator on http://{host}:{port} (state in {state_dir})", err=True)
+    click.echo(f"Linear emulator on http://{host}:{port}/linear/graphql", err=True)
     # uvicorn shuts down on SIGINT/SIGTERM and then raises the signal again for the
     # previous handler; this one lets the snapshot be saved and the exit be clean.
     for signum in (signal.SIGINT, signal.SIGTERM):
