@@ -233,6 +233,8 @@ def test_an_empty_request_bucket_answers_ratelimited_until_it_refills(world: Lin
     limited = world.gql("{ viewer { id } }")
     assert limited.status == 400
     assert _codes(limited.body) == ["RATELIMITED"]
+    assert limited.body["errors"][0]["extensions"]["statusCode"] == 429
+    assert "data" not in limited.body
     assert limited.headers["x-ratelimit-requests-remaining"] == "0"
     assert int(limited.headers["x-ratelimit-requests-reset"]) > world.clock().timestamp() * 1000
     alice = world.gql("{ viewer { id } }", authorization=f"Bearer {ALICE_TOKEN}")

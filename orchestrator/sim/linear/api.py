@@ -60,6 +60,12 @@ def subset_schema() -> GraphQLSchema:
     return build_schema(subset_sdl())
 
 
+# The status each kind of error stands for, reported in ``extensions.statusCode``
+# while the HTTP status stays 400 (a rate-limited answer is HTTP 400 with
+# ``statusCode`` 429, as Linear answers it).
+_STATUS_CODES = {"AUTHENTICATION_ERROR": 401, "RATELIMITED": 429, "INTERNAL_ERROR": 500}
+
+
 def error(message: str, code: str, kind: str, *, user_error: bool = True) -> dict[str, Any]:
     """One error in Linear's shape."""
     return {
@@ -67,6 +73,7 @@ def error(message: str, code: str, kind: str, *, user_error: bool = True) -> dic
         "extensions": {
             "code": code,
             "type": kind,
+            "statusCode": _STATUS_CODES.get(code, 400),
             "userError": user_error,
             "userPresentableMessage": message,
         },

@@ -42,6 +42,7 @@ def input_error(message: str) -> GraphQLError:
         extensions={
             "code": "INVALID_INPUT",
             "type": "invalid input",
+            "statusCode": 400,
             "userError": True,
             "userPresentableMessage": message,
         },
