@@ -59,6 +59,16 @@ def test_a_field_outside_the_subset_is_refused_by_name(world: LinearWorld) -> No
     assert "avatarUrl" in answer.body["errors"][0]["message"]
 
 
+def test_a_missing_variable_or_operation_name_is_the_requests_fault(world: LinearWorld) -> None:
+    missing = world.gql(DOCUMENTS["Issue"], {})
+    assert missing.status == 400
+    assert _codes(missing.body) == ["INVALID_INPUT"]
+    assert "$id" in missing.body["errors"][0]["message"]
+    two = world.gql("query A { viewer { id } } query B { viewer { name } }")
+    assert two.status == 400
+    assert _codes(two.body) == ["INVALID_INPUT"]
+
+
 # ------------------------------------------------------------------ reads
 
 

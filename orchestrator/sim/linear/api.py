@@ -140,6 +140,10 @@ def handle(
         }
         return 400, document, limits.report(viewer.id).headers()
     operations = [d for d in parsed.definitions if isinstance(d, OperationDefinitionNode)]
+    if operation_name is None and len(operations) > 1:
+        message = "Must provide operation name if query contains multiple operations"
+        document = _refusal(message, "INVALID_INPUT", "invalid input")
+        return 400, document, limits.report(viewer.id).headers()
     chosen = next(
         (
             o
@@ -188,9 +192,15 @@ def _document(result: ExecutionResult) -> dict[str, Any]:
             entry = problem.formatted
             extensions = entry.get("extensions") or {}
             if "code" not in extensions:
-                log.warning("linear_resolver_failed", error=problem.message)
-                entry["extensions"] = error(
-                    problem.message, "INTERNAL_ERROR", "internal error", user_error=False
+                # A resolver that raised something else is an emulator bug; an
+                # error before execution (a missing variable) is the request's.
+                failed = problem.path is not None
+                if failed:
+                    log.warning("linear_resolver_failed", error=problem.message)
+                entry["extensions"] = (
+                    error(problem.message, "INTERNAL_ERROR", "internal error", user_error=False)
+                    if failed
+                    else error(problem.message, "INVALID_INPUT", "invalid input")
                 )["extensions"]
             errors.append(entry)
         found["errors"] = errors

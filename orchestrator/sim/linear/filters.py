@@ -38,15 +38,14 @@ def moment(value: Any, now: datetime) -> datetime:
         ) from None
 
 
-def compare(value: Any, comparator: dict[str, Any], where: str, now: datetime) -> bool:
-    """Whether ``value`` satisfies a String/ID/Number/Boolean/Date comparator."""
-    is_date = where.endswith(("At", "updatedAt", "createdAt"))
+def compare(value: Any, comparator: dict[str, Any], now: datetime, *, dates: bool = False) -> bool:
+    """Whether ``value`` satisfies a comparator (``dates``: values are DateTimeOrDuration)."""
     for op, wanted in comparator.items():
         if wanted is None:
             continue
         left: Any = value
         right: Any = wanted
-        if is_date:
+        if dates:
             left = parse_time(value) if value else None
             right = (
                 [moment(w, now) for w in wanted]
@@ -97,8 +96,8 @@ def _match(
     return True
 
 
-def _value(getter: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda item: lambda cond, where, now: compare(getter(item), cond, where, now)
+def _value(getter: Callable[[Any], Any], *, dates: bool = False) -> Callable[[Any], Any]:
+    return lambda item: lambda cond, _where, now: compare(getter(item), cond, now, dates=dates)
 
 
 def team_matches(flt: dict[str, Any] | None, team: Team | None, now: datetime) -> bool:
@@ -207,8 +206,8 @@ def issue_matches(
         "project": nested(lambda c, i, n: _project_match(world, c, i, n)),
         "labels": nested(lambda c, i, n: _labels_match(world, c, i, n)),
         "assignee": nested(lambda c, i, n: _assignee_match(world, c, i, n, viewer_id)),
-        "updatedAt": _value(lambda i: i.updated_at),
-        "createdAt": _value(lambda i: i.created_at),
+        "updatedAt": _value(lambda i: i.updated_at, dates=True),
+        "createdAt": _value(lambda i: i.created_at, dates=True),
         "number": _value(lambda i: i.number),
     }
     return _match(fields, flt, issue, "filter", now)
