@@ -139,6 +139,16 @@ def test_filters_by_team_state_type_label_and_project(world: LinearWorld) -> Non
     assert found({"assignee": {"isMe": {"eq": True}}}) == ["ENG-1"]
 
 
+def test_the_tracker_page_carries_blockers_and_project(world: LinearWorld) -> None:
+    data = world.data(DOCUMENTS["IssuesPage"], {"filter": {"team": {"key": {"eq": "ENG"}}}})
+    nodes = data["issues"]["nodes"]
+    assert {n["identifier"] for n in nodes} == {"ENG-1", "ENG-2"}
+    blocked = next(n for n in nodes if n["identifier"] == "ENG-1")
+    assert blocked["inverseRelations"]["nodes"][0]["type"] == "blocks"
+    assert blocked["inverseRelations"]["nodes"][0]["issue"]["identifier"] == "ENG-2"
+    assert blocked["project"]["slugId"] == "website-1a2b"
+
+
 # -------------------------------------------------------------- mutations
 
 
