@@ -228,6 +228,9 @@ def test_attachment_create_is_idempotent_by_url(world: LinearWorld) -> None:
     assert linked["attachmentLinkURL"]["attachment"]["id"] == one["id"]
     world.data(DOCUMENTS["LinkPullRequest"], {**link, "url": link["url"] + "/files"})
     assert len(world.control.issue("ENG-1")["attachments"]) == 2
+    operations = [w["operations"] for w in world.control.writes()]
+    assert operations == [["attachmentCreate"]] * 2 + [["attachmentLinkURL"], ["attachmentCreate"]]
+    assert {w["user"] for w in world.control.writes()} == {"bot"}
 
 
 # ------------------------------------------------------------ rate limits

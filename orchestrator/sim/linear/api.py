@@ -26,10 +26,12 @@ from typing import Any
 import anyio
 from graphql import (
     ExecutionResult,
+    FieldNode,
     FragmentDefinitionNode,
     GraphQLError,
     GraphQLSchema,
     OperationDefinitionNode,
+    OperationType,
     build_schema,
     execute,
     parse,
@@ -181,6 +183,9 @@ def handle(
     assert isinstance(result, ExecutionResult)
     document = _document(result)
     status = 400 if result.errors and result.data is None else 200
+    if chosen.operation == OperationType.MUTATION:
+        fields = [s.name.value for s in chosen.selection_set.selections if isinstance(s, FieldNode)]
+        world.record_write(viewer.display_name, fields, status)
     return status, document, limits.report(viewer.id, points).headers()
 
 

@@ -144,6 +144,10 @@ class LinearControl:
         result: dict[str, Any] = self.request("GET", "/counters")
         return result
 
+    def writes(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = self.request("GET", "/writes")["writes"]
+        return result
+
     def summary(self) -> dict[str, Any]:
         result: dict[str, Any] = self.request("GET", "/state")
         return result

@@ -244,6 +244,16 @@ def reset_counters(world: LinearWorld, params: dict[str, Any], data: dict[str, A
     return {"reset": True}
 
 
+def writes(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]) -> Any:
+    """Every mutation request answered: when, by whom, its root fields and HTTP status."""
+    return {"writes": world.writes()}
+
+
+def clear_writes(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]) -> Any:
+    world.clear_writes()
+    return {"writes": []}
+
+
 def summary(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]) -> Any:
     """Teams with their states and issue counts, users, projects and labels."""
     state = world.state
@@ -312,6 +322,8 @@ def linear_control_routes(world: LinearWorld) -> list[Route]:
         ("PUT", PREFIX + "/rate-limit", set_rate_limit),
         ("GET", PREFIX + "/counters", counters),
         ("DELETE", PREFIX + "/counters", reset_counters),
+        ("GET", PREFIX + "/writes", writes),
+        ("DELETE", PREFIX + "/writes", clear_writes),
     ]
     grouped: dict[str, dict[str, Handler]] = {}
     for method, path, handler in table:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
+from typing import Any
 
 from orchestrator.sim.clock import Clock
 from orchestrator.sim.linear.limits import LinearLimits
@@ -20,11 +22,27 @@ class LinearWorld:
         self.state = LinearState(clock, seed=seed)
         self.limits = LinearLimits(clock)
         self.state_dir = state_dir
+        self._writes: list[dict[str, Any]] = []
+        self._writes_lock = threading.Lock()
         if self.snapshot_path is not None and self.snapshot_path.exists():
             try:
                 self.state.load_json(json.loads(self.snapshot_path.read_text(encoding="utf-8")))
             except (OSError, ValueError) as exc:
                 raise ValueError(f"{self.snapshot_path}: {exc}") from exc
+
+    def record_write(self, user: str, operations: list[str], status: int) -> None:
+        """Note one mutation request (its root fields) for tests that count the product's writes."""
+        entry = {"at": self.state.now(), "user": user, "operations": operations, "status": status}
+        with self._writes_lock:
+            self._writes.append(entry)
+
+    def writes(self) -> list[dict[str, Any]]:
+        with self._writes_lock:
+            return list(self._writes)
+
+    def clear_writes(self) -> None:
+        with self._writes_lock:
+            self._writes.clear()
 
     @property
     def snapshot_path(self) -> Path | None:
