@@ -250,6 +250,14 @@ def test_every_answer_reports_both_budgets_and_the_query_complexity(world: Linea
     assert counted == {"requests": 1, "complexity": 4, "rate_limited": 0}
 
 
+def test_complexity_counts_a_page_size_from_a_variable_or_its_default(world: LinearWorld) -> None:
+    def points(variables: dict[str, Any]) -> int:
+        return int(world.gql(DOCUMENTS["IssuesPage"], variables).headers["x-complexity"])
+
+    assert points({}) == points({"first": 25}) < points({"first": 50})
+    assert points({"first": 50}) < 10_000
+
+
 def test_an_empty_request_bucket_answers_ratelimited_until_it_refills(world: LinearWorld) -> None:
     world.control.set_rate_limit("bot", requests_limit=3600, requests_remaining=1)
     assert world.gql("{ viewer { id } }").status == 200

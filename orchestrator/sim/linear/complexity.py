@@ -25,6 +25,7 @@ from graphql import (
     get_named_type,
     is_leaf_type,
     value_from_ast,
+    value_from_ast_untyped,
 )
 
 DEFAULT_PAGE_SIZE = 50
@@ -40,7 +41,12 @@ def query_complexity(
     root = schema.mutation_type if operation.operation.value == "mutation" else schema.query_type
     if root is None:
         return 0
-    tenths = _selection_tenths(schema, root, operation.selection_set, fragments, variables)
+    given = dict(variables)
+    for definition in operation.variable_definitions or ():
+        name = definition.variable.name.value
+        if given.get(name) is None and definition.default_value is not None:
+            given[name] = value_from_ast_untyped(definition.default_value)
+    tenths = _selection_tenths(schema, root, operation.selection_set, fragments, given)
     return math.ceil(tenths / 10)
 
 
