@@ -64,7 +64,9 @@ def _after_shutdown(signum: int, _frame: Any) -> None:
     required=True,
     help="Directory for bare repositories and the state snapshot (kept across restarts).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for fault rules.")
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed for fault rules and Linear ids."
+)
 @click.option(
     "--bootstrap",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
