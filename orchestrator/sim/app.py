@@ -42,6 +42,8 @@ from orchestrator.sim.emulator import Emulator
 from orchestrator.sim.errors import DOCS_URL, SimError
 from orchestrator.sim.faults import FaultDecision, FaultRule
 from orchestrator.sim.githttp import parse_git_path, run_http_backend
+from orchestrator.sim.linear.api import linear_routes
+from orchestrator.sim.linear.control import linear_control_routes
 from orchestrator.sim.records import User
 from orchestrator.sim.render_cache import RenderCache, Rendered
 
@@ -530,6 +532,8 @@ def build_app(emulator: Emulator) -> ASGIApp:
         )
     )
     routes.append(Route("/graphql", front.serve_graphql, methods=["POST"]))
+    routes.extend(linear_control_routes(emulator.linear))
+    routes.extend(linear_routes(emulator.linear))
     for template, specs in _group(all_routes()).items():
         routes.append(Route(template, front.rest_endpoint(template, specs), methods=methods))
     for suffix in ("info/refs", "git-upload-pack", "git-receive-pack"):

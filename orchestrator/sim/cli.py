@@ -29,14 +29,15 @@ LAZY_SUBCOMMANDS = {
     "merge": f"{_SHELL}.actions:merge",
     "pr": f"{_SHELL}.views:pr",
     "state": f"{_SHELL}.views:state",
+    "linear": "orchestrator.sim.linear.cli:linear_command",
 }
 
 
 @click.group(cls=LazyGroup, lazy=LAZY_SUBCOMMANDS)
 def sim() -> None:
-    """A local GitHub emulator (REST, GraphQL, git) for tests, the demo and benchmarks.
+    """A local GitHub emulator (REST, GraphQL, git) and Linear emulator for tests and the demo.
 
-    `serve` runs it; the other commands play the people and the CI around the
+    `serve` runs them; the other commands play the people and the CI around the
     product against a running one (see docs/emulator.md, "Playing GitHub by hand").
     """
 
@@ -79,7 +80,9 @@ def _after_shutdown(signum: int, _frame: Any) -> None:
     required=True,
     help="Directory for bare repositories and the state snapshot (kept across restarts).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed for fault rules.")
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed for fault rules and Linear ids."
+)
 @click.option(
     "--bootstrap",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -113,6 +116,7 @@ def serve(port: int, host: str, state_dir: Path, seed: int, bootstrap: Path | No
     config.port = port
     server = uvicorn.Server(config)
     click.echo(f"GitHub emulator on http://{host}:{port} (state in {state_dir})", err=True)
+    click.echo(f"Linear emulator on http://{host}:{port}/linear/graphql", err=True)
     # uvicorn shuts down on SIGINT/SIGTERM and then raises the signal again for the
     # previous handler; this one lets the snapshot be saved and the exit be clean.
     for signum in (signal.SIGINT, signal.SIGTERM):

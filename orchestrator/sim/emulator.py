@@ -27,6 +27,7 @@ from orchestrator.sim.gitstore import (
     Identity,
     MergeConflict,
 )
+from orchestrator.sim.linear.world import LinearWorld
 from orchestrator.sim.state import PullRequest, Repo, SimState, User
 from orchestrator.sim.state_protection import PROTECTION_DOCS
 
@@ -82,6 +83,8 @@ class Emulator:
         state_dir.mkdir(parents=True, exist_ok=True)
         if persist and self.snapshot_path.exists():
             self.state.load(self.snapshot_path)
+        # The emulated Linear workspace beside GitHub (`orchestrator.sim.linear`).
+        self.linear = LinearWorld(self.clock, seed=seed, state_dir=state_dir if persist else None)
 
     @property
     def snapshot_path(self) -> Path:
@@ -91,6 +94,7 @@ class Emulator:
         """Write the state snapshot (only when persisting)."""
         if self.persist:
             self.state.save(self.snapshot_path)
+            self.linear.save()
 
     def _login_for_token(self, token: str) -> str | None:
         user = self.state.user_for_token(token)

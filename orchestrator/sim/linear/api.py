@@ -1,0 +1,231 @@
+"""The emulator's ``POST /linear/graphql``: Linear's GraphQL API for what a tracker sends.
+
+A request is authenticated (``Authorization: <API key>``, or ``Bearer <OAuth
+token>``), counted against the key's request budget, parsed and validated
+against the subset schema (``schema.graphql`` next to this module: a field
+Linear has but the emulator does not model is refused by name), scored with
+Linear's complexity formula, charged against the complexity budget, and run by
+graphql-core with the resolvers of `orchestrator.sim.linear.resolvers`.
+
+Errors take Linear's shape: ``{"errors": [{"message", "extensions": {"code",
+"type", "userError", "userPresentableMessage"}}]}``. Every refusal before
+execution (authentication, rate limit, invalid document) is HTTP 400, as
+Linear documents for rate limits: a client must read ``extensions.code``
+(``AUTHENTICATION_ERROR``, ``RATELIMITED``, ``GRAPHQL_VALIDATION_FAILED``,
+``INVALID_INPUT``), not the status. An answer whose errors left no data is 400
+too; partial data with errors is 200.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import anyio
+from graphql import (
+    ExecutionResult,
+    FieldNode,
+    FragmentDefinitionNode,
+    GraphQLError,
+    GraphQLSchema,
+    OperationDefinitionNode,
+    OperationType,
+    build_schema,
+    execute,
+    parse,
+    validate,
+)
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from orchestrator.logs import get_logger
+from orchestrator.sim.linear.complexity import query_complexity
+from orchestrator.sim.linear.resolvers import Context, resolve_field
+from orchestrator.sim.linear.world import LinearWorld
+
+log = get_logger(__name__)
+
+PATH = "/linear/graphql"
+
+
+@cache
+def subset_sdl() -> str:
+    """The subset schema's SDL, shipped with the package."""
+    return resources.files("orchestrator.sim.linear").joinpath("schema.graphql").read_text("utf-8")
+
+
+@cache
+def subset_schema() -> GraphQLSchema:
+    return build_schema(subset_sdl())
+
+
+# The status each kind of error stands for, reported in ``extensions.statusCode``
+# while the HTTP status stays 400 (a rate-limited answer is HTTP 400 with
+# ``statusCode`` 429, as Linear answers it).
+_STATUS_CODES = {"AUTHENTICATION_ERROR": 401, "RATELIMITED": 429, "INTERNAL_ERROR": 500}
+
+
+def error(message: str, code: str, kind: str, *, user_error: bool = True) -> dict[str, Any]:
+    """One error in Linear's shape."""
+    return {
+        "message": message,
+        "extensions": {
+            "code": code,
+            "type": kind,
+            "statusCode": _STATUS_CODES.get(code, 400),
+            "userError": user_error,
+            "userPresentableMessage": message,
+        },
+    }
+
+
+def _refusal(message: str, code: str, kind: str) -> dict[str, Any]:
+    return {"errors": [error(message, code, kind)]}
+
+
+RATE_LIMITED = "Rate limit exceeded. Please try again later."
+
+
+def handle(
+    world: LinearWorld, authorization: str | None, raw_body: bytes
+) -> tuple[int, Any, dict[str, str]]:
+    """The status, JSON document and headers answering one GraphQL request."""
+    state = world.state
+    viewer = state.user_for_credentials(authorization) if authorization else None
+    if viewer is None:
+        message = (
+            "Authentication required, not authenticated"
+            if not authorization
+            else "Authentication failed: the API key or token is not valid"
+        )
+        return 400, _refusal(message, "AUTHENTICATION_ERROR", "authentication error"), {}
+    limits = world.limits
+    if not limits.take_request(viewer.id):
+        report = limits.report(viewer.id)
+        return 400, _refusal(RATE_LIMITED, "RATELIMITED", "ratelimited"), report.headers()
+    try:
+        body = json.loads(raw_body)
+    except ValueError:
+        body = None
+    query = body.get("query") if isinstance(body, dict) else None
+    variables = body.get("variables") if isinstance(body, dict) else None
+    if not isinstance(query, str) or not (variables is None or isinstance(variables, dict)):
+        document = _refusal(
+            "The body must be JSON with a 'query' string and optional 'variables' object",
+            "INVALID_INPUT",
+            "invalid input",
+        )
+        return 400, document, limits.report(viewer.id).headers()
+    operation_name = body.get("operationName") if isinstance(body, dict) else None
+    schema = subset_schema()
+    try:
+        parsed = parse(query)
+    except GraphQLError as exc:
+        document = {"errors": [error(exc.message, "GRAPHQL_PARSE_FAILED", "graphql error")]}
+        return 400, document, limits.report(viewer.id).headers()
+    problems = validate(schema, parsed)
+    if problems:
+        document = {
+            "errors": [
+                error(
+                    f"{p.message} (the emulator answers a subset of Linear's schema)"
+                    if "Cannot query field" in p.message or "Unknown argument" in p.message
+                    else p.message,
+                    "GRAPHQL_VALIDATION_FAILED",
+                    "graphql error",
+                )
+                for p in problems
+            ]
+        }
+        return 400, document, limits.report(viewer.id).headers()
+    operations = [d for d in parsed.definitions if isinstance(d, OperationDefinitionNode)]
+    if operation_name is None and len(operations) > 1:
+        message = "Must provide operation name if query contains multiple operations"
+        document = _refusal(message, "INVALID_INPUT", "invalid input")
+        return 400, document, limits.report(viewer.id).headers()
+    chosen = next(
+        (
+            o
+            for o in operations
+            if operation_name is None or (o.name and o.name.value == operation_name)
+        ),
+        None,
+    )
+    if chosen is None:
+        document = _refusal(
+            f"Unknown operation named {operation_name!r}", "INVALID_INPUT", "invalid input"
+        )
+        return 400, document, limits.report(viewer.id).headers()
+    fragments = {
+        d.name.value: d for d in parsed.definitions if isinstance(d, FragmentDefinitionNode)
+    }
+    points = query_complexity(schema, chosen, fragments, variables or {})
+    if points > limits.max_query_complexity:
+        most = limits.max_query_complexity
+        message = f"Query too complex: complexity {points} exceeds the maximum of {most}"
+        document = _refusal(message, "INVALID_INPUT", "invalid input")
+        return 400, document, limits.report(viewer.id, points).headers()
+    if not limits.take_complexity(viewer.id, points):
+        report = limits.report(viewer.id, points)
+        return 400, _refusal(RATE_LIMITED, "RATELIMITED", "ratelimited"), report.headers()
+    with state.lock:
+        result = execute(
+            schema,
+            parsed,
+            context_value=Context(state, viewer, state.clock()),
+            variable_values=variables,
+            operation_name=operation_name,
+            field_resolver=resolve_field,
+        )
+    assert isinstance(result, ExecutionResult)
+    document = _document(result)
+    status = 400 if result.errors and result.data is None else 200
+    if chosen.operation == OperationType.MUTATION:
+        fields = [s.name.value for s in chosen.selection_set.selections if isinstance(s, FieldNode)]
+        world.record_write(viewer.display_name, fields, status)
+    return status, document, limits.report(viewer.id, points).headers()
+
+
+def _document(result: ExecutionResult) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    if result.errors:
+        errors = []
+        for problem in result.errors:
+            entry = problem.formatted
+            extensions = entry.get("extensions") or {}
+            if "code" not in extensions:
+                # A resolver that raised something else is an emulator bug; an
+                # error before execution (a missing variable) is the request's.
+                failed = problem.path is not None
+                if failed:
+                    log.warning("linear_resolver_failed", error=problem.message)
+                entry["extensions"] = (
+                    error(problem.message, "INTERNAL_ERROR", "internal error", user_error=False)
+                    if failed
+                    else error(problem.message, "INVALID_INPUT", "invalid input")
+                )["extensions"]
+            errors.append(entry)
+        found["errors"] = errors
+    found["data"] = result.data
+    return found
+
+
+def linear_routes(world: LinearWorld) -> list[Route]:
+    """The Linear API route of one emulator."""
+
+    async def endpoint(request: Request) -> Response:
+        raw = await request.body()
+        status, document, headers = await anyio.to_thread.run_sync(
+            handle, world, request.headers.get("authorization"), raw
+        )
+        headers["content-type"] = "application/json; charset=utf-8"
+        return Response(
+            json.dumps(document, separators=(",", ":")).encode(),
+            status_code=status,
+            headers=headers,
+        )
+
+    return [Route(PATH, endpoint, methods=["POST"])]
