@@ -276,6 +276,8 @@ class Mapped:
     target: str
     value: object
     location: Location
+    # The Symphony keys it was read from.
+    sources: tuple[str, ...] = ()
 
 
 @dataclass
@@ -285,6 +287,8 @@ class Reading:
     mapped: list[Mapped] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     found: bool = False
+    # Keys read as nothing here: (path, why).
+    ignored: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _flatten(path: str, value: object, out: list[tuple[str, object]]) -> None:
@@ -364,6 +368,7 @@ def read_foreign(
     running = preset or str(native.get("agent.preset", "codex"))
     extra_args: list[str] = []
     extra_at: Location | None = None
+    extra_from: list[str] = []
 
     def where(path: str) -> Location:
         position = document.positions.get(path)
@@ -374,11 +379,16 @@ def read_foreign(
     def warn(path: str, message: str) -> None:
         reading.problems.append(Problem(where(path), path, message, Severity.WARNING))
 
+    def ignore(path: str, dialect: str, why: str, *, equivalent: bool = True) -> None:
+        what = "key, ignored" if equivalent else "key with no equivalent here, ignored"
+        warn(path, f"{dialect}'s {what}: {why}")
+        reading.ignored.append((path, why))
+
     def read_as(path: str, target: str, value: object, dialect: str) -> None:
         if target in native:
-            warn(path, f"{dialect}'s key, ignored: the file also sets {target}")
+            ignore(path, dialect, f"the file also sets {target}")
             return
-        reading.mapped.append(Mapped(target, value, where(path)))
+        reading.mapped.append(Mapped(target, value, where(path), (path,)))
         shown = f"{target}: {value}" if isinstance(value, str | int) else target
         warn(path, f"{dialect}'s key, read as {shown}; write {target} instead")
 
@@ -386,7 +396,9 @@ def read_foreign(
         entry = FOREIGN_KEYS.get(path)
         if entry is None:
             parent = FOREIGN_KEYS[path.rsplit(".", 1)[0]]
-            warn(path, f"not a key of {parent.dialect}'s {parent.path} known here; ignored")
+            why = f"not a key of {parent.dialect}'s {parent.path} known here"
+            warn(path, f"{why}; ignored")
+            reading.ignored.append((path, why))
             continue
         dialect = entry.dialect
         if value is _SECTION:
@@ -400,17 +412,18 @@ def read_foreign(
             if preset is not None and preset == value:
                 read_as(path, "agent.preset", value, dialect)
             else:
-                warn(path, f"{dialect}'s key, ignored: the agent is set by agent.preset")
+                ignore(path, dialect, "the agent is set by agent.preset")
             continue
         if path == "codex.command":
             if running != "codex":
-                warn(path, f"{dialect}'s key, ignored: the agent here is {running}, not codex")
+                ignore(path, dialect, f"the agent here is {running}, not codex")
             elif isinstance(value, str) and value.strip():
                 program, flags = _codex_command(value)
                 if program is not None:
                     read_as(path, "agent.command", program, dialect)
                 extra_args += flags
                 extra_at = extra_at or where(path)
+                extra_from.append(path)
                 shown = " ".join(flags)
                 warn(
                     path,
@@ -418,41 +431,42 @@ def read_foreign(
                     "the codex preset runs `codex exec --json`, never `app-server`",
                 )
             else:
-                warn(path, f"{dialect}'s key, ignored: expected the codex command as a string")
+                ignore(path, dialect, "expected the codex command as a string")
             continue
         if path == "codex.thread_sandbox":
             permission = CODEX_SANDBOXES.get(str(value))
             if permission is None:
-                warn(
+                ignore(
                     path,
-                    f"{dialect}'s key, ignored: no equivalent of {value!r} here (agent.permissions "
-                    "is workspace or full)",
+                    dialect,
+                    f"no equivalent of {value!r} here (agent.permissions is workspace or full)",
                 )
             else:
                 read_as(path, "agent.permissions", permission, dialect)
             continue
         if path.startswith("pi.") and entry.target == "agent.extra_args":
             if running != "pi":
-                warn(path, f"{dialect}'s key, ignored: the agent here is {running}, not pi")
+                ignore(path, dialect, f"the agent here is {running}, not pi")
                 continue
             flags_or_why = _pi_flags(path, value)
             if isinstance(flags_or_why, str):
-                warn(path, f"{dialect}'s key, ignored: {flags_or_why}")
+                ignore(path, dialect, f"{flags_or_why}")
                 continue
             extra_args += flags_or_why
             extra_at = extra_at or where(path)
+            extra_from.append(path)
             shown = " ".join(flags_or_why) or "no flag"
             warn(path, f"{dialect}'s key, read as agent.extra_args ({shown})")
             continue
         if path == "pi.command" and running != "pi":
-            warn(path, f"{dialect}'s key, ignored: the agent here is {running}, not pi")
+            ignore(path, dialect, f"the agent here is {running}, not pi")
             continue
         if entry.target is None:
-            warn(path, f"{dialect}'s key with no equivalent here, ignored: {reason(entry)}")
+            ignore(path, dialect, reason(entry), equivalent=False)
             continue
         read_as(path, entry.target, value, dialect)
     if extra_args and extra_at is not None and "agent.extra_args" not in native:
-        reading.mapped.append(Mapped("agent.extra_args", extra_args, extra_at))
+        reading.mapped.append(Mapped("agent.extra_args", extra_args, extra_at, tuple(extra_from)))
     return reading
 
 

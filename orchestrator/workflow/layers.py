@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from orchestrator.workflow.catalog import groups, settings, suggestion
 from orchestrator.workflow.coerce import describe
 from orchestrator.workflow.document import Document, Position
-from orchestrator.workflow.foreign import lookup, read_foreign
+from orchestrator.workflow.foreign import Reading, lookup, read_foreign
 from orchestrator.workflow.problems import Location, Problem
 from orchestrator.workflow.provenance import Origin, OriginKind, env_location, flag_location
 
@@ -58,20 +58,25 @@ def enclosing_location(
 
 def from_document(document: Document, source: str) -> tuple[Layer, list[Problem]]:
     """The settings written in the front matter."""
+    layer, problems, _ = read_document(document, source)
+    return layer, problems
+
+
+def read_document(document: Document, source: str) -> tuple[Layer, list[Problem], Reading]:
+    """The front matter's settings, its problems, and how its Symphony-dialect keys were read."""
     layer: Layer = {}
     problems: list[Problem] = []
     written: list[tuple[str, object]] = []
     if document.config is not None:
         _walk_group(document, source, "", document.config, into=(layer, problems), foreign=written)
-    if written:
-        # Symphony's and pi-symphony's keys: read as ours where they have an equivalent.
-        native = {path: raw.value for path, raw in layer.items()}
-        reading = read_foreign(document, source, written, native)
-        for mapped in reading.mapped:
-            origin = Origin(OriginKind.FILE, mapped.location)
-            layer[mapped.target] = RawValue(mapped.value, origin, textual=False)
-        problems += reading.problems
-    return layer, problems
+    # Symphony's and pi-symphony's keys: read as ours where they have an equivalent.
+    native = {path: raw.value for path, raw in layer.items()}
+    reading = read_foreign(document, source, written, native)
+    for mapped in reading.mapped:
+        origin = Origin(OriginKind.FILE, mapped.location)
+        layer[mapped.target] = RawValue(mapped.value, origin, textual=False)
+    problems += reading.problems
+    return layer, problems, reading
 
 
 def _walk_group(
