@@ -244,8 +244,8 @@ FOREIGN_KEYS: Mapping[str, ForeignKey] = MappingProxyType(
                 "merge.max_rebase_attempts",
                 PI_SYMPHONY,
                 None,
-                "the runtime never rebases; a head behind its base is brought up to date in a "
-                "rework turn",
+                "the runtime does not rebase branches itself; it merges the reviewed head with "
+                "merge.method (merge, squash or rebase)",
             ),
         )
     }

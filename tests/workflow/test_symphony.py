@@ -332,3 +332,12 @@ def test_run_refuses_a_linear_policy_at_start(tmp_path: Path) -> None:
     )
     assert result.returncode != 0
     assert "tracker.kind: the Linear tracker is not available in this release" in result.stderr
+
+
+def test_the_docs_map_every_symphony_key() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "workflow.md").read_text("utf-8")
+    section = text[text.index("## Symphony and pi-symphony files") :]
+    for path, entry in FOREIGN_KEYS.items():
+        if entry.section and path not in ("codex", "pi", "tracker.provider"):
+            continue
+        assert f"| `{path}` | {entry.dialect} | " in section, path
