@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from orchestrator.workflow.display import effective_policy_lines
+from orchestrator.workflow.foreign import FOREIGN_KEYS
 from orchestrator.workflow.loader import Workflow, WorkflowCheck, check_workflow, display_name
 from orchestrator.workflow.problems import PromptRenderError
 from orchestrator.workflow.prompt import PROMPT_PHASES, render_samples, sample_issue
@@ -120,6 +121,11 @@ def validate(paths: tuple[str, ...], sets: tuple[str, ...], prompts: bool, quiet
         suffix = f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
         click.echo(f"{name}: valid{suffix}")
         _report_problems(check)
+        if any(p.key in FOREIGN_KEYS for p in check.warnings):
+            click.echo(
+                f"  written for Symphony: `orchestrator migrate-workflow {path}` writes the "
+                "native file"
+            )
         if not _report_sandbox(check.workflow, quiet=quiet):
             failed = True
         if quiet:

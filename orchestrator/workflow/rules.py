@@ -210,6 +210,7 @@ def _agent(ctx: RuleContext) -> Iterator[Problem]:
                 "which still applies",
             )
     token = ctx.policy.tracker.token
+    api_key = ctx.policy.tracker.api_key
     for name, value in agent.env.items():
         path = f"agent.env.{name}"
         if not _ENV_NAME.match(name):
@@ -219,6 +220,10 @@ def _agent(ctx: RuleContext) -> Iterator[Problem]:
         elif token is not None and value == token:
             yield ctx.error(
                 path, "is the tracker token; the agent must never hold GitHub credentials"
+            )
+        elif api_key is not None and value == api_key:
+            yield ctx.error(
+                path, "is the Linear API key; the agent must never hold tracker credentials"
             )
     if 0 < agent.turn_timeout_ms <= agent.first_event_timeout_ms:
         yield ctx.error(

@@ -306,6 +306,13 @@ def test_migrate_workflow_command(tmp_path: Path) -> None:
     assert forced.exit_code == 0
 
 
+def test_validate_points_to_the_migration() -> None:
+    source = FIXTURES / "symphony-elixir.WORKFLOW.md"
+    result = CliRunner().invoke(cli, ["validate", "-q", str(source)], env=ENV)
+    assert result.exit_code == 0, result.output
+    assert f"written for Symphony: `orchestrator migrate-workflow {source}`" in result.output
+
+
 def test_migrate_workflow_to_standard_output(tmp_path: Path) -> None:
     source = FIXTURES / "symphony-elixir.WORKFLOW.md"
     result = CliRunner().invoke(cli, ["migrate-workflow", str(source)], env=ENV)
@@ -341,3 +348,15 @@ def test_the_docs_map_every_symphony_key() -> None:
         if entry.section and path not in ("codex", "pi", "tracker.provider"):
             continue
         assert f"| `{path}` | {entry.dialect} | " in section, path
+
+
+def test_the_linear_key_is_never_given_to_the_agent() -> None:
+    text = (
+        "---\ntracker:\n  kind: linear\n  team_key: ENG\n"
+        "agent:\n  env:\n    LIN: $LINEAR_API_KEY\n---\n"
+    )
+    result = check(text, env={**ENV})
+    assert [str(p) for p in result.errors] == [
+        "WORKFLOW.md:7:5: agent.env.LIN: is the Linear API key; the agent must never hold "
+        "tracker credentials"
+    ]
