@@ -190,7 +190,9 @@ class HooksSettings:
     after_create: str | None = field(
         default=None,
         metadata=meta(
-            doc="After a workspace is created; failure aborts creation.", shell_text=True
+            doc="After a workspace is created, in the checked-out repository; failure aborts "
+            "creation.",
+            shell_text=True,
         ),
     )
     before_run: str | None = field(
