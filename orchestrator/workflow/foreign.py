@@ -417,6 +417,8 @@ def read_foreign(
         if path == "codex.command":
             if running != "codex":
                 ignore(path, dialect, f"the agent here is {running}, not codex")
+            elif "agent.extra_args" in native:
+                ignore(path, dialect, "the file also sets agent.extra_args")
             elif isinstance(value, str) and value.strip():
                 program, flags = _codex_command(value)
                 if program is not None:
@@ -448,15 +450,22 @@ def read_foreign(
             if running != "pi":
                 ignore(path, dialect, f"the agent here is {running}, not pi")
                 continue
+            if "agent.extra_args" in native:
+                ignore(path, dialect, "the file also sets agent.extra_args")
+                continue
             flags_or_why = _pi_flags(path, value)
             if isinstance(flags_or_why, str):
-                ignore(path, dialect, f"{flags_or_why}")
+                ignore(path, dialect, flags_or_why)
                 continue
             extra_args += flags_or_why
             extra_at = extra_at or where(path)
             extra_from.append(path)
             shown = " ".join(flags_or_why) or "no flag"
             warn(path, f"{dialect}'s key, read as agent.extra_args ({shown})")
+            continue
+        if path == "codex.stall_timeout_ms" and isinstance(value, int) and value < 0:
+            # Symphony: `<= 0` turns stall detection off; here that is 0.
+            read_as(path, "agent.stall_timeout_ms", 0, dialect)
             continue
         if path == "pi.command" and running != "pi":
             ignore(path, dialect, f"the agent here is {running}, not pi")
@@ -465,7 +474,7 @@ def read_foreign(
             ignore(path, dialect, reason(entry), equivalent=False)
             continue
         read_as(path, entry.target, value, dialect)
-    if extra_args and extra_at is not None and "agent.extra_args" not in native:
+    if extra_args and extra_at is not None:
         reading.mapped.append(Mapped("agent.extra_args", extra_args, extra_at, tuple(extra_from)))
     return reading
 

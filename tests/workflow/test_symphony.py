@@ -121,6 +121,31 @@ def test_a_foreign_key_gets_no_wrong_suggestion(text: str, key: str, wanted: str
     assert "did you mean" not in found[0].message
 
 
+def test_a_negative_stall_timeout_turns_stall_detection_off() -> None:
+    text = "---\ntracker:\n  repo: acme/widgets\ncodex:\n  stall_timeout_ms: -1\n---\n"
+    result = check(text)
+    assert result.errors == ()
+    assert result.workflow is not None
+    assert result.workflow.policy.agent.stall_timeout_ms == 0
+
+
+def test_our_own_key_wins_over_theirs() -> None:
+    text = (
+        "---\ntracker:\n  repo: acme/widgets\nagent:\n  preset: pi\n  extra_args: [--x]\n"
+        "pi:\n  thinking_level: high\npr:\n  repo_slug: other/repo\n---\n"
+    )
+    result = check(text)
+    assert result.workflow is not None
+    assert result.workflow.policy.agent.extra_args == ("--x",)
+    assert result.workflow.policy.tracker.repo == "acme/widgets"
+    assert [str(p) for p in result.warnings] == [
+        "WORKFLOW.md:8:3: pi.thinking_level: warning: pi-symphony's key, ignored: the file also "
+        "sets agent.extra_args",
+        "WORKFLOW.md:10:3: pr.repo_slug: warning: pi-symphony's key, ignored: the file also sets "
+        "tracker.repo",
+    ]
+
+
 def test_a_suggestion_needs_real_similarity() -> None:
     assert suggestion("worker", groups()[""]) == ""
     assert suggestion("max_retries", groups()["agent"]) == ""
