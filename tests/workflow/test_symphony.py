@@ -385,3 +385,13 @@ def test_the_linear_key_is_never_given_to_the_agent() -> None:
         "WORKFLOW.md:7:5: agent.env.LIN: is the Linear API key; the agent must never hold "
         "tracker credentials"
     ]
+
+
+def test_pr_commands_refuse_a_linear_policy(tmp_path: Path) -> None:
+    policy = tmp_path / "WORKFLOW.md"
+    policy.write_text("---\ntracker:\n  kind: linear\n  team_key: ENG\n---\n", encoding="utf-8")
+    result = CliRunner().invoke(
+        cli, ["pr", "checks", "acme/widgets#1", "--workflow", str(policy)], env=ENV
+    )
+    assert result.exit_code == 1
+    assert "tracker.kind: the Linear tracker is not available in this release" in result.output
