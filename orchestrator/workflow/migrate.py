@@ -191,6 +191,19 @@ def migrate_text(text: str, *, source: str, output: str) -> Migration:
                 "The runtime checks tracker.repo out before after_create runs (Symphony runs it\n"
                 "in an empty folder): the `git clone` is kept as a shell comment."
             )
+            position = document.positions.get("hooks.after_create")
+            where = (
+                Location(source, position.line, position.column) if position else Location(source)
+            )
+            notes.append(
+                Problem(
+                    where,
+                    "hooks.after_create",
+                    "its `git clone` is kept as a shell comment: here the runtime checks "
+                    "tracker.repo out before the hook runs",
+                    Severity.WARNING,
+                )
+            )
             if repo is not None and "tracker.repo" not in values:
                 values["tracker.repo"] = repo
                 key_comments["tracker.repo"] = "From the `git clone` of hooks.after_create."
