@@ -20,6 +20,7 @@ from orchestrator import __version__
 SUBCOMMANDS: dict[str, str] = {
     "db": "orchestrator.store.cli:db",
     "validate": "orchestrator.workflow.cli:validate",
+    "migrate-workflow": "orchestrator.workflow.cli:migrate_workflow",
     "sim": "orchestrator.sim.cli:sim",
     "run": "orchestrator.runtime.cli:run",
     "demo": "orchestrator.demo.cli:demo",

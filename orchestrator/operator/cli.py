@@ -268,12 +268,17 @@ def _gateway(workflow: str | None) -> Any:
     from orchestrator.github.client import GitHubClient
     from orchestrator.github.gateway import GitHubGateway
     from orchestrator.workflow import PolicyError, load_workflow
+    from orchestrator.workflow.schema import TrackerKind
 
     path = Path(resolve("workflow", workflow))
     try:
         policy = load_workflow(path).policy
     except (PolicyError, OSError) as exc:
         raise click.ClickException(f"cannot load {path}: {exc}") from exc
+    if policy.tracker.kind is TrackerKind.LINEAR:
+        raise click.ClickException(
+            f"{path}: tracker.kind: the Linear tracker is not available in this release"
+        )
     if not policy.tracker.token:
         raise click.ClickException(f"{path}: tracker.token is not set")
     return GitHubGateway(GitHubClient(policy.tracker.endpoint, policy.tracker.token))

@@ -35,7 +35,7 @@ tick dispatches again at once.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -402,6 +402,11 @@ class TurnRunner:
             url=str((data or {}).get("html_url") or ""),
             state=job.tracker_state,
             labels=job.labels,
+            id=str((data or {}).get("node_id") or ref.number),
+            priority=label_priority(job.labels, job.view.policy.orchestration.priority_labels),
+            branch_name=workspace.branch,
+            created_at=_text_or_none((data or {}).get("created_at")),
+            updated_at=_text_or_none((data or {}).get("updated_at")),
         )
         return job.view.workflow.prompt.render(
             phase=job.dispatch.phase,
@@ -538,3 +543,16 @@ def _git_ok(job: TurnJob, workspace: Workspace, *args: str) -> bool:
         timeout_s=_GIT_TIMEOUT_S,
         env=job.agents.workspaces.agent_git_env(),
     )
+
+
+def label_priority(labels: Iterable[str], priority_labels: Sequence[str]) -> int | None:
+    """Symphony's ``issue.priority`` from GitHub labels: 1 for the first priority label, ..."""
+    present = set(labels)
+    for rank, label in enumerate(priority_labels, start=1):
+        if label in present:
+            return rank
+    return None
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

@@ -55,6 +55,11 @@ class WiringError(Exception):
 def policy_repo(policy: Policy) -> str:
     """The repository the daemon works on."""
     repo = policy.tracker.repo
+    if policy.tracker.kind is TrackerKind.LINEAR:
+        raise WiringError(
+            "tracker.kind: the Linear tracker is not available in this release "
+            "(orchestrator validate accepts the policy; the daemon runs with kind github)"
+        )
     if policy.tracker.kind is not TrackerKind.GITHUB or not repo:
         raise WiringError(
             "tracker.kind: the daemon needs a github tracker with tracker.repo set "

@@ -111,6 +111,8 @@ def build_policy(
             continue
         if path == "database.url" and isinstance(value, str):
             value = sqlite_absolute(value, base_dir)
+        if path == "tracker.endpoint" and origin.kind is OriginKind.DEFAULT:
+            value = _default_endpoint(values.get("tracker.kind"), value)
         for sub, variables in conversion.references.items():
             references[path + sub] = variables
         values[path] = value
@@ -125,13 +127,25 @@ def build_policy(
     )
 
 
+LINEAR_ENDPOINT = "https://api.linear.app/graphql"
+
+
+def _default_endpoint(kind: object, value: object) -> object:
+    # One key names the tracker's API; its default depends on the tracker.
+    return LINEAR_ENDPOINT if kind is TrackerKind.LINEAR else value
+
+
 def _unused(spec: SettingSpec, values: Mapping[str, object], origin: Origin) -> bool:
-    # The in-memory tracker needs no token: do not insist on $GITHUB_TOKEN for it.
-    return (
-        spec.path == "tracker.token"
-        and values.get("tracker.kind") is TrackerKind.MEMORY
-        and origin.kind is OriginKind.DEFAULT
-    )
+    # The in-memory tracker needs no token: do not insist on $GITHUB_TOKEN for it;
+    # nor on $LINEAR_API_KEY for a tracker other than Linear.
+    if origin.kind is not OriginKind.DEFAULT:
+        return False
+    kind = values.get("tracker.kind")
+    if spec.path == "tracker.token":
+        return kind is TrackerKind.MEMORY
+    if spec.path == "tracker.api_key":
+        return kind is not TrackerKind.LINEAR
+    return False
 
 
 def _assemble(cls: type[Any], prefix: str, values: Mapping[str, object]) -> Any:

@@ -165,7 +165,35 @@ def section_docs() -> Mapping[str, str]:
     return types.MappingProxyType(docs)
 
 
+def edit_distance(a: str, b: str) -> int:
+    """Edits (insert, delete, replace, swap two neighbours) that turn ``a`` into ``b``."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i] + [0] * len(b)
+        for j, char_b in enumerate(b, start=1):
+            cost = 0 if char_a == char_b else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and char_a == b[j - 2] and a[i - 2] == char_b:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[-1]
+
+
+def _looks_like(word: str, choice: str) -> bool:
+    # A typo, not a different word: few edits for the length, and mostly the same letters.
+    # (`worker` is not a misspelt `workspace`, nor `max_retries` a misspelt `max_turns`.)
+    if len(word) >= 4 and choice.startswith(word):
+        return True  # cut short: `interval` for `interval_ms`, `Merge` for `Merging`
+    limit = max(1, min(len(word), len(choice)) // 4)
+    similar = difflib.SequenceMatcher(None, word, choice).ratio() >= 0.75
+    return edit_distance(word, choice) <= limit and similar
+
+
 def suggestion(word: str, choices: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` for the closest choice, or an empty string."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
+    """``"; did you mean 'x'?"`` for the closest choice that looks like a typo of it, or ``""``."""
+    candidates = [c for c in choices if _looks_like(word, c)]
+    if not candidates:
+        return ""
+    best = min(candidates, key=lambda c: (edit_distance(word, c), c))
+    return f"; did you mean '{best}'?"

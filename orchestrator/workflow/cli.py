@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from orchestrator.workflow.display import effective_policy_lines
+from orchestrator.workflow.foreign import FOREIGN_KEYS
 from orchestrator.workflow.loader import Workflow, WorkflowCheck, check_workflow, display_name
 from orchestrator.workflow.problems import PromptRenderError
 from orchestrator.workflow.prompt import PROMPT_PHASES, render_samples, sample_issue
@@ -120,6 +121,11 @@ def validate(paths: tuple[str, ...], sets: tuple[str, ...], prompts: bool, quiet
         suffix = f" ({warnings} warning{'s' if warnings != 1 else ''})" if warnings else ""
         click.echo(f"{name}: valid{suffix}")
         _report_problems(check)
+        if any(p.key in FOREIGN_KEYS for p in check.warnings):
+            click.echo(
+                f"  written for Symphony: `orchestrator migrate-workflow {path}` writes the "
+                "native file"
+            )
         if not _report_sandbox(check.workflow, quiet=quiet):
             failed = True
         if quiet:
@@ -129,3 +135,59 @@ def validate(paths: tuple[str, ...], sets: tuple[str, ...], prompts: bool, quiet
             failed = True
     if failed:
         raise SystemExit(1)
+
+
+@click.command("migrate-workflow")
+@click.argument("path", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the native file here (default: standard output).",
+)
+@click.option("--force", is_flag=True, help="Replace the output file when it exists.")
+def migrate_workflow(path: Path, output: Path | None, force: bool) -> None:
+    """Rewrite a Symphony or pi-symphony WORKFLOW.md in this product's own keys.
+
+    Symphony's keys become ours (codex: and pi: choose the agent preset,
+    pr.repo_slug becomes tracker.repo, ...); keys with no equivalent are
+    dropped and listed in a comment at the top with the reason; a `git clone`
+    in hooks.after_create is kept as a shell comment (the runtime checks the
+    repository out itself); `{% if attempt %}` in the prompt becomes
+    `{% if attempt > 1 %}`. Prompt lines that ask the agent to run `gh`, push
+    or move tracker states are listed as warnings: here the runtime does that.
+    The notes go to standard error. Exits with status 1 when the file has
+    errors (nothing is written then).
+    """
+    from orchestrator.workflow.loader import read_policy_bytes
+    from orchestrator.workflow.migrate import migrate_text
+    from orchestrator.workflow.problems import Problem
+
+    source = display_name(path)
+    data = read_policy_bytes(path, source)
+    if isinstance(data, Problem):
+        click.echo(f"{source}: cannot migrate\n  {data}", err=True)
+        raise SystemExit(1)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        click.echo(f"{source}: cannot migrate: not valid UTF-8", err=True)
+        raise SystemExit(1) from None
+    target = display_name(output) if output is not None else "<stdout>"
+    migration = migrate_text(text, source=source, output=target)
+    if migration.text is None:
+        count = len(migration.errors)
+        click.echo(f"{source}: cannot migrate ({count} error{'s' if count != 1 else ''})", err=True)
+        for problem in migration.errors:
+            click.echo(f"  {problem}", err=True)
+        raise SystemExit(1)
+    if output is None:
+        click.echo(migration.text, nl=False)
+    else:
+        if output.exists() and not force:
+            click.echo(f"{target}: exists; choose another file or add --force", err=True)
+            raise SystemExit(1)
+        output.write_text(migration.text, encoding="utf-8")
+        click.echo(f"{source}: migrated to {target}", err=True)
+    for note in migration.notes:
+        click.echo(f"  {note}", err=True)

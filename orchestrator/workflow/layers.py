@@ -2,7 +2,8 @@
 
 Each layer gives, per dotted key, the raw value and where it came from. Keys
 that match no setting are errors with a did-you-mean suggestion, in every layer:
-a typo in an override must not be silently ignored.
+a typo in an override must not be silently ignored. The file's keys of
+Symphony's dialect are read by :mod:`orchestrator.workflow.foreign` instead.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass
 from orchestrator.workflow.catalog import groups, settings, suggestion
 from orchestrator.workflow.coerce import describe
 from orchestrator.workflow.document import Document, Position
+from orchestrator.workflow.foreign import Reading, lookup, read_foreign
 from orchestrator.workflow.problems import Location, Problem
 from orchestrator.workflow.provenance import Origin, OriginKind, env_location, flag_location
 
@@ -56,11 +58,25 @@ def enclosing_location(
 
 def from_document(document: Document, source: str) -> tuple[Layer, list[Problem]]:
     """The settings written in the front matter."""
+    layer, problems, _ = read_document(document, source)
+    return layer, problems
+
+
+def read_document(document: Document, source: str) -> tuple[Layer, list[Problem], Reading]:
+    """The front matter's settings, its problems, and how its Symphony-dialect keys were read."""
     layer: Layer = {}
     problems: list[Problem] = []
+    written: list[tuple[str, object]] = []
     if document.config is not None:
-        _walk_group(document, source, "", document.config, into=(layer, problems))
-    return layer, problems
+        _walk_group(document, source, "", document.config, into=(layer, problems), foreign=written)
+    # Symphony's and pi-symphony's keys: read as ours where they have an equivalent.
+    native = {path: raw.value for path, raw in layer.items()}
+    reading = read_foreign(document, source, written, native)
+    for mapped in reading.mapped:
+        origin = Origin(OriginKind.FILE, mapped.location)
+        layer[mapped.target] = RawValue(mapped.value, origin, textual=False)
+    problems += reading.problems
+    return layer, problems, reading
 
 
 def _walk_group(
@@ -70,6 +86,7 @@ def _walk_group(
     data: Mapping[str, object],
     *,
     into: tuple[Layer, list[Problem]],
+    foreign: list[tuple[str, object]],
 ) -> None:
     layer, problems = into
     known = groups()
@@ -78,6 +95,9 @@ def _walk_group(
     for key, value in data.items():
         path = f"{prefix}.{key}" if prefix else key
         where = file_location(source, document.positions.get(path))
+        if key not in names and lookup(path) is not None:
+            foreign.append((path, value))
+            continue
         if key not in names:
             what = "unknown section" if not prefix else "unknown key"
             problems.append(Problem(where, path, what + suggestion(key, names)))
@@ -94,7 +114,7 @@ def _walk_group(
                 Problem(where, path, f"expected a mapping of settings, got {describe(value)}")
             )
             continue
-        _walk_group(document, source, path, value, into=into)
+        _walk_group(document, source, path, value, into=into, foreign=foreign)
 
 
 def env_path(name: str) -> str | None:

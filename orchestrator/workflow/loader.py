@@ -15,6 +15,7 @@ from pathlib import Path
 
 from orchestrator.workflow.build import build_policy
 from orchestrator.workflow.document import parse_document
+from orchestrator.workflow.foreign import is_symphony_dialect
 from orchestrator.workflow.layers import file_location, from_document, from_environment, from_flags
 from orchestrator.workflow.problems import (
     Location,
@@ -146,12 +147,17 @@ def check_text(
         item_locations=locations,
     )
     found = [*file_problems, *env_problems, *flag_problems, *built.problems]
-    if built.policy is not None and not found:
+    if built.policy is not None and not any(p.is_error for p in found):
         context = RuleContext(built.policy, built.origins, locations, default_location)
         found += check_rules(context)
-    prompt, prompt_problems = compile_prompt(document.prompt, source, document.prompt_line)
+    prompt, prompt_problems = compile_prompt(
+        document.prompt,
+        source,
+        document.prompt_line,
+        first_attempt_null=is_symphony_dialect(document.config),
+    )
     found += prompt_problems
-    if prompt is not None and built.policy is not None and not found:
+    if prompt is not None and built.policy is not None and not any(p.is_error for p in found):
         found += _sample_problems(prompt, built.policy)
     ordered = tuple(sorted(found, key=sort_key))
     if any(p.is_error for p in ordered) or built.policy is None or prompt is None:

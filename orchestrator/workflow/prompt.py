@@ -39,9 +39,16 @@ ISSUE_FIELDS: tuple[str, ...] = (
     "identifier",
     "title",
     "body",
+    "description",
     "url",
     "state",
     "labels",
+    "id",
+    "priority",
+    "branch_name",
+    "blocked_by",
+    "created_at",
+    "updated_at",
 )
 WORKSPACE_FIELDS: tuple[str, ...] = ("path", "branch", "head_sha")
 # The structured payload of a turn; every key is always present (empty when unused).
@@ -70,7 +77,12 @@ Shape = Mapping[str, Any] | None
 
 @dataclass(frozen=True)
 class PromptIssue:
-    """The issue as the prompt sees it."""
+    """The issue as the prompt sees it (``description`` is the body, under Symphony's name).
+
+    The fields after ``labels`` are Symphony's: ``id`` (the tracker's own id),
+    ``priority`` (1 is the most urgent, null without a priority), the branch,
+    the blockers (``id``, ``identifier``, ``state`` each) and the timestamps.
+    """
 
     number: int
     identifier: str
@@ -79,6 +91,12 @@ class PromptIssue:
     url: str
     state: str
     labels: tuple[str, ...] = ()
+    id: str | None = None
+    priority: int | None = None
+    branch_name: str | None = None
+    blocked_by: tuple[Mapping[str, str | None], ...] = ()
+    created_at: str | None = None
+    updated_at: str | None = None
 
 
 @dataclass(frozen=True)
@@ -254,6 +272,8 @@ class PromptTemplate:
     body: str
     first_line: int
     templates: Mapping[Phase, BoundTemplate] = field(repr=False)
+    # Symphony's dialect: `attempt` is null on the first run (`{% if attempt %}` means a retry).
+    first_attempt_null: bool = False
 
     @property
     def is_default(self) -> bool:
@@ -277,10 +297,14 @@ class PromptTemplate:
             raise PromptRenderError(
                 Location(self.source), f"no agent runs in phase {phase} (agent phases: {phases})"
             )
+        issue_variables = _plain(dataclasses.asdict(issue))
+        assert isinstance(issue_variables, dict)
+        issue_variables["description"] = issue.body
+        first_null = self.first_attempt_null and not self.is_default
         variables = {
-            "issue": _plain(dataclasses.asdict(issue)),
+            "issue": issue_variables,
             "phase": phase.value,
-            "attempt": attempt,
+            "attempt": None if first_null and attempt <= 1 else attempt,
             "policy": policy_variables(policy),
             "context": _context_variables(context),
             "workspace": _plain(dataclasses.asdict(workspace)),
@@ -346,16 +370,20 @@ def _compile(body: str, source: str, first_line: int) -> tuple[BoundTemplate | N
 
 
 def compile_prompt(
-    body: str, source: str, first_line: int
+    body: str, source: str, first_line: int, *, first_attempt_null: bool = False
 ) -> tuple[PromptTemplate | None, list[Problem]]:
-    """Check and compile the prompt body that starts on line ``first_line`` of ``source``."""
+    """Check and compile the prompt body that starts on line ``first_line`` of ``source``.
+
+    ``first_attempt_null`` (a Symphony-dialect file) renders ``attempt`` as null
+    on the first run of a phase, as Symphony does, instead of 1.
+    """
     if not body.strip():
         return PromptTemplate(source, body, first_line, _default_templates()), []
     template, problems = _compile(body, source, first_line)
     if template is None or problems:
         return None, problems
     templates = MappingProxyType(dict.fromkeys(PROMPT_PHASES, template))
-    return PromptTemplate(source, body, first_line, templates), []
+    return PromptTemplate(source, body, first_line, templates, first_attempt_null), []
 
 
 def sample_issue() -> PromptIssue:
@@ -368,6 +396,12 @@ def sample_issue() -> PromptIssue:
         url="https://github.com/acme/widgets/issues/42",
         state="In Progress",
         labels=("orchestrator", "bug"),
+        id="I_kwDOAcmeWidgets42",
+        priority=2,
+        branch_name="orchestrator/42-widgets-lose-their-colour-after-a-restart",
+        blocked_by=(),
+        created_at="2026-01-05T09:30:00Z",
+        updated_at="2026-01-06T14:02:00Z",
     )
 
 

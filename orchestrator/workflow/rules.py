@@ -119,6 +119,8 @@ def _tracker(ctx: RuleContext) -> Iterator[Problem]:
         yield ctx.warning("tracker.token", "the token is written in the file; use a $VAR reference")
     if tracker.kind is TrackerKind.GITHUB and tracker.token is None:
         yield ctx.error("tracker.token", "required for tracker kind github (a $VAR reference)")
+    if tracker.kind is TrackerKind.LINEAR:
+        yield from _linear(ctx)
     if not tracker.active_states:
         yield ctx.error("tracker.active_states", "must list at least one state")
     if not tracker.terminal_states:
@@ -128,6 +130,8 @@ def _tracker(ctx: RuleContext) -> Iterator[Problem]:
             yield ctx.error(
                 f"tracker.terminal_states[{index}]", f"'{state}' is also an active state"
             )
+    if tracker.kind is TrackerKind.LINEAR:
+        return  # Linear has states of its own: no label shows them.
     known = (*tracker.active_states, *tracker.terminal_states)
     seen: dict[str, str] = {}
     for state, label in tracker.state_labels.items():
@@ -142,6 +146,27 @@ def _tracker(ctx: RuleContext) -> Iterator[Problem]:
         if folded in seen:
             yield ctx.error(path, f"label '{label}' also shows the state '{seen[folded]}'")
         seen[folded] = state
+
+
+def _linear(ctx: RuleContext) -> Iterator[Problem]:
+    tracker = ctx.policy.tracker
+    if tracker.api_key is None:
+        yield ctx.error("tracker.api_key", "required for tracker kind linear (a $VAR reference)")
+    origin = ctx.origins.get("tracker.api_key")
+    if (
+        tracker.api_key is not None
+        and origin is not None
+        and origin.kind is OriginKind.FILE
+        and not origin.variables
+    ):
+        yield ctx.warning(
+            "tracker.api_key", "the API key is written in the file; use a $VAR reference"
+        )
+    if tracker.project_slug is None and tracker.team_key is None:
+        yield ctx.error(
+            "tracker.kind",
+            "tracker kind linear needs tracker.project_slug or tracker.team_key (which issues)",
+        )
 
 
 def _labels(ctx: RuleContext) -> Iterator[Problem]:
@@ -185,6 +210,7 @@ def _agent(ctx: RuleContext) -> Iterator[Problem]:
                 "which still applies",
             )
     token = ctx.policy.tracker.token
+    api_key = ctx.policy.tracker.api_key
     for name, value in agent.env.items():
         path = f"agent.env.{name}"
         if not _ENV_NAME.match(name):
@@ -194,6 +220,10 @@ def _agent(ctx: RuleContext) -> Iterator[Problem]:
         elif token is not None and value == token:
             yield ctx.error(
                 path, "is the tracker token; the agent must never hold GitHub credentials"
+            )
+        elif api_key is not None and value == api_key:
+            yield ctx.error(
+                path, "is the Linear API key; the agent must never hold tracker credentials"
             )
     if 0 < agent.turn_timeout_ms <= agent.first_event_timeout_ms:
         yield ctx.error(
@@ -355,7 +385,11 @@ def _merge(ctx: RuleContext) -> Iterator[Problem]:
                 f"'{state}' is not in tracker.active_states"
                 + suggestion(state, tracker.active_states),
             )
-        elif by_label and state not in tracker.state_labels:
+        elif (
+            by_label
+            and tracker.kind is not TrackerKind.LINEAR
+            and state not in tracker.state_labels
+        ):
             yield ctx.error(path, f"'{state}' has no label in tracker.state_labels")
     if merge.completion_state not in tracker.terminal_states:
         yield ctx.error(
@@ -417,6 +451,20 @@ def _database(ctx: RuleContext) -> Iterator[Problem]:
         )
 
 
+_GIT_CLONE = re.compile(r"^\s*(?:[^#\n]*(?:&&|;|\|\|)\s*)?git\s+clone\b", re.M)
+
+
+def _hooks(ctx: RuleContext) -> Iterator[Problem]:
+    script = ctx.policy.hooks.after_create
+    if script is not None and _GIT_CLONE.search(script):
+        yield ctx.warning(
+            "hooks.after_create",
+            "runs `git clone`, but here after_create runs in the workspace after the runtime "
+            "has checked out tracker.repo into it (Symphony runs it in an empty folder): the "
+            "clone would fail or nest a second checkout; remove it and keep the setup steps",
+        )
+
+
 RULES: tuple[Rule, ...] = (
     _tracker,
     _labels,
@@ -428,6 +476,7 @@ RULES: tuple[Rule, ...] = (
     _merge,
     _server,
     _database,
+    _hooks,
 )
 
 

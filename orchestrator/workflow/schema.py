@@ -89,17 +89,24 @@ class TrackerSettings:
 
     kind: TrackerKind = field(
         default=TrackerKind.GITHUB,
-        metadata=meta(doc="Issue tracker: `github`, or `memory` (in-process, for tests)."),
+        metadata=meta(
+            doc="Issue tracker: `github`, `linear` (validated; the daemon refuses to start with "
+            "it in this release), or `memory` (in-process, for tests)."
+        ),
     )
     repo: str | None = field(
         default=None,
-        metadata=meta(doc="The repository as `owner/name`. Required for kind `github`."),
+        metadata=meta(
+            doc="The repository as `owner/name`. Required for kind `github`; with kind `linear`, "
+            "the GitHub repository the pull requests go to."
+        ),
     )
     endpoint: str = field(
         default="https://api.github.com",
         metadata=meta(
-            doc="GitHub API base URL (GitHub Enterprise: `https://HOST/api/v3`; the emulator's "
-            "URL in tests and the demo)."
+            doc="The tracker's API URL. Kind `github`: the GitHub API base URL (GitHub Enterprise: "
+            "`https://HOST/api/v3`; the emulator's URL in tests and the demo). Kind `linear`: "
+            "the GraphQL URL, `https://api.linear.app/graphql` when not set."
         ),
     )
     token: str | None = field(
@@ -108,6 +115,29 @@ class TrackerSettings:
             doc="The GitHub token, normally a `$VAR` reference. Never printed, never logged, "
             "never given to the agent. Ignored for kind `memory`.",
             secret=True,
+        ),
+    )
+    api_key: str | None = field(
+        default="$LINEAR_API_KEY",
+        metadata=meta(
+            doc="Kind `linear`: the Linear API key, normally a `$VAR` reference. Never printed, "
+            "never logged, never given to the agent. Ignored for the other kinds.",
+            secret=True,
+        ),
+    )
+    project_slug: str | None = field(
+        default=None,
+        metadata=meta(
+            doc="Kind `linear`: the project's slug (the end of its URL, "
+            "`https://linear.app/ORG/project/NAME-SLUG`). This or `team_key` is required."
+        ),
+    )
+    team_key: str | None = field(
+        default=None,
+        metadata=meta(
+            doc="Kind `linear`: the team's key (the prefix of its issue identifiers, `ENG` of "
+            "`ENG-12`). This or `project_slug` is required; with both, the project narrows the "
+            "team."
         ),
     )
     required_labels: tuple[str, ...] = field(
@@ -123,7 +153,10 @@ class TrackerSettings:
     )
     state_labels: Mapping[str, str] = field(
         default_factory=lambda: _frozen(_DEFAULT_STATE_LABELS),
-        metadata=meta(doc="Tracker state -> the GitHub label that shows it."),
+        metadata=meta(
+            doc="Tracker state -> the GitHub label that shows it (kind `github`; Linear has "
+            "states of its own)."
+        ),
     )
 
 
@@ -157,7 +190,9 @@ class HooksSettings:
     after_create: str | None = field(
         default=None,
         metadata=meta(
-            doc="After a workspace is created; failure aborts creation.", shell_text=True
+            doc="After a workspace is created, in the checked-out repository; failure aborts "
+            "creation.",
+            shell_text=True,
         ),
     )
     before_run: str | None = field(

@@ -12,9 +12,13 @@ from types import MappingProxyType
 
 
 class TrackerKind(StrEnum):
-    """Which issue tracker the daemon reads (``memory`` is the in-process one for tests)."""
+    """Which issue tracker the daemon reads (``memory`` is the in-process one for tests).
+
+    ``linear`` is accepted and validated; the daemon does not run with it yet.
+    """
 
     GITHUB = "github"
+    LINEAR = "linear"
     MEMORY = "memory"
 
 

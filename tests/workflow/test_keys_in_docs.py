@@ -23,6 +23,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
 from orchestrator.workflow.catalog import Kind, groups, settings, suggestion
+from orchestrator.workflow.foreign import FOREIGN_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 # A dotted name standing on its own: not part of a path, a URL or a longer dotted name.
@@ -52,8 +53,9 @@ def sections() -> frozenset[str]:
 
 
 def is_known(key: str) -> bool:
-    """A setting, a section or group of settings, or an entry of a mapping setting."""
-    if key in settings() or key in groups():
+    """A setting, a section or group of settings, an entry of a mapping setting, or a key of
+    Symphony's dialect (the docs map those to ours; the loader reads them with a warning)."""
+    if key in settings() or key in groups() or key in FOREIGN_KEYS:
         return True
     parts = key.split(".")
     for end in range(len(parts) - 1, 0, -1):
