@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,21 @@ def load_bootstrap(path: Path) -> dict[str, Any]:
     return data
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host:port`` (0: a free port), so the port shown is the real one."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+        listener = socket.socket(family, kind, proto)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(address)
+        listener.listen(128)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc}") from exc
+    return listener
+
+
 def _after_shutdown(signum: int, _frame: Any) -> None:
     log.info("sim_signal", signal=signal.Signals(signum).name)
 
@@ -112,17 +128,19 @@ def serve(port: int, host: str, state_dir: Path, seed: int, bootstrap: Path | No
                 except (ControlError, SimError, GitError, ValueError) as exc:
                     raise click.ClickException(f"{bootstrap}: {key}[{index}]: {exc}") from exc
     config = uvicorn_config(build_app(emulator), log_level="info")
-    config.host = host
-    config.port = port
+    listener = _listen(host, port)
+    bound = listener.getsockname()[1]
+    config.host, config.port = host, bound
     server = uvicorn.Server(config)
-    click.echo(f"GitHub emulator on http://{host}:{port} (state in {state_dir})", err=True)
-    click.echo(f"Linear emulator on http://{host}:{port}/linear/graphql", err=True)
+    where = f"[{host}]" if ":" in host else host
+    click.echo(f"GitHub emulator on http://{where}:{bound} (state in {state_dir})", err=True)
+    click.echo(f"Linear emulator on http://{where}:{bound}/linear/graphql", err=True)
     # uvicorn shuts down on SIGINT/SIGTERM and then raises the signal again for the
     # previous handler; this one lets the snapshot be saved and the exit be clean.
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, _after_shutdown)
     try:
-        server.run()
+        server.run(sockets=[listener])
     finally:
         emulator.save()
         log.info("sim_stopped", state=str(state_dir))

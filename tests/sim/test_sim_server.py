@@ -175,3 +175,40 @@ def test_sim_group_does_not_import_the_agent_until_asked() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_sim_serve_on_port_zero_names_the_port_it_got(tmp_path: Path) -> None:
+    process = _serve(tmp_path / "sim", 0)
+    try:
+        assert process.stderr is not None
+        line = b""
+        for _ in range(200):
+            line = process.stderr.readline()
+            if b"GitHub emulator on" in line or not line:
+                break
+        text = line.decode()
+        assert "GitHub emulator on http://127.0.0.1:" in text, text
+        port = int(text.split("http://127.0.0.1:", 1)[1].split()[0])
+        assert port != 0
+        _wait_healthy(f"http://127.0.0.1:{port}", process)
+    finally:
+        _stop(process)
+
+
+def test_sim_serve_on_a_busy_port_is_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [*ORCHESTRATOR, "sim", "serve", "--port", str(port), "--state", str(tmp_path / "s")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 1
+    assert f"Error: cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "Traceback" not in done.stderr
