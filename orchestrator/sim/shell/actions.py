@@ -17,6 +17,7 @@ import click
 
 from orchestrator.sim.records import CHECK_CONCLUSIONS, CHECK_STATUSES
 from orchestrator.sim.shell.session import (
+    Actor,
     Refused,
     RepoInfo,
     Session,
@@ -196,13 +197,7 @@ def review() -> None:
 def _submit_review(
     *, repo: str, number: int, event: str, body: str, url: str, as_login: str | None
 ) -> None:
-    session = Session(url, as_login)
-    info = session.repo(repo)
-    actor = session.actor(info)
-    pull = session.pull(info, number, actor)
-    if pull["state"] != "open":
-        raise ShellError(f"{info.full_name}#{number} is {_pull_state(pull)}: nothing to review")
-    head = str(pull["head"]["sha"])
+    session, info, actor, head = _open_pull(url, as_login, repo, number, ": nothing to review")
     done = session.rest(
         "POST",
         f"{info.path}/pulls/{number}/reviews",
@@ -248,6 +243,22 @@ def review_request_changes(
 def review_comment(*, repo: str, number: int, body: str, url: str, as_login: str | None) -> None:
     """Leave a review that neither approves nor requests changes."""
     _submit_review(repo=repo, number=number, event="COMMENT", body=body, url=url, as_login=as_login)
+
+
+def _open_pull(
+    url: str, as_login: str | None, repo: str, number: int, refusal: str
+) -> tuple[Session, RepoInfo, Actor, str]:
+    """The session, repository, acting person and head of open pull request ``number``.
+
+    A closed or merged one is refused with ``refusal`` after its state.
+    """
+    session = Session(url, as_login)
+    info = session.repo(repo)
+    actor = session.actor(info)
+    pull = session.pull(info, number, actor)
+    if pull["state"] != "open":
+        raise ShellError(f"{info.full_name}#{number} is {_pull_state(pull)}{refusal}")
+    return session, info, actor, str(pull["head"]["sha"])
 
 
 def _pull_state(pull: dict[str, Any]) -> str:
@@ -496,13 +507,7 @@ def protect(
 @as_option
 def merge(*, repo: str, number: int, method: str, url: str, as_login: str | None) -> None:
     """Merge pull request NUMBER of REPO at the head it has now, as a person."""
-    session = Session(url, as_login)
-    info = session.repo(repo)
-    actor = session.actor(info)
-    pull = session.pull(info, number, actor)
-    if pull["state"] != "open":
-        raise ShellError(f"{info.full_name}#{number} is {_pull_state(pull)} already")
-    head = str(pull["head"]["sha"])
+    session, info, actor, head = _open_pull(url, as_login, repo, number, " already")
     done = session.rest(
         "PUT",
         f"{info.path}/pulls/{number}/merge",
