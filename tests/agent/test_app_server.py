@@ -23,9 +23,10 @@ from orchestrator.agent.presets import build_command
 from orchestrator.agent.settings import AgentPreset, AgentSettings
 from orchestrator.domain.phases import Phase
 
-from .conftest import Harness
+from .conftest import SIM_AGENT, Harness, write_scenario
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "agents"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "agents"
 TRANSCRIPTS = FIXTURES / "codex-app-server-0.169.0"
 REPLAY = Path(__file__).resolve().parents[1] / "support" / "replay_app_server.py"
 PROMPT = "Add src/feature.py and commit it."
@@ -390,3 +391,68 @@ def test_the_command_is_used_as_written_with_extra_args_appended() -> None:
     assert build_command(symphony, prompt_file=Path("p"), resume_session_id=None) == (
         "npx -y @openai/codex@0.169.0 app-server -c model=gpt-5.5"
     )
+
+
+# ------------------------------------------------- the scripted app-server agent
+
+
+def sim(harness: Harness, scenario: dict[str, Any], name: str) -> str:
+    path = write_scenario(harness.tmp / "scenarios", scenario, f"{name}.json")
+    return f"{SIM_AGENT} --scenario {shlex.quote(str(path))} --protocol app-server"
+
+
+def run_sim(harness: Harness, command: str, **kwargs: Any) -> TurnResult:
+    """Run the scripted agent of this checkout (the agent's environment drops PYTHONPATH)."""
+    return run(harness, command, extra_env={"PYTHONPATH": str(ROOT)}, **kwargs)
+
+
+def test_the_scripted_app_server_commits_and_reports(harness: Harness) -> None:
+    command = sim(
+        harness,
+        {
+            "steps": [
+                {"message": "Working on it."},
+                {"events": 2},
+                {"write": {"path": "src/feature.py", "content": "x = 1\n"}},
+                {"commit": "Add the feature"},
+                {"usage": {"input_tokens": 500, "cached_input_tokens": 100, "output_tokens": 40}},
+                {"pr_description": "## Summary\n\nAdds the feature.\n"},
+                {"save_prompt": ".orchestrator/seen-prompt.txt"},
+                {"message": "Done."},
+            ]
+        },
+        "commits",
+    )
+    result = run_sim(harness, command)
+    assert result.outcome is TurnOutcome.COMPLETED, result.message
+    assert result.committed and result.new_commits == 1
+    assert result.usage == TokenUsage(500, 100, 40)
+    assert result.session_id == f"sim-thread-{result.run_id}"
+    assert result.last_message == "Done."
+    assert result.results.pr_description is not None
+    seen = harness.workspace().path / ".orchestrator" / "seen-prompt.txt"
+    assert seen.read_text() == PROMPT
+
+    more = sim(harness, {"steps": [{"commit": {"message": "More", "allow_empty": True}}]}, "more")
+    again = run_sim(harness, more, resume=result.session_id, baseline=result.usage)
+    assert again.outcome is TurnOutcome.COMPLETED, again.message
+    assert again.session_id == result.session_id
+
+
+def test_the_scripted_app_server_failing_or_crashing_fails_the_turn(harness: Harness) -> None:
+    failed = run_sim(harness, sim(harness, {"steps": [{"message": "no"}], "exit_code": 3}, "fails"))
+    assert failed.outcome is TurnOutcome.FAILED
+    assert failed.message == ("codex-app-server: error: the scripted turn failed (exit code 3)")
+    crashed = run_sim(harness, sim(harness, {"steps": [{"crash": "segfault"}]}, "crashes"))
+    assert crashed.outcome is TurnOutcome.FAILED
+    assert crashed.message == "codex-app-server ended before the turn did (exit code 1): segfault"
+
+
+def test_a_raw_approval_request_from_the_scripted_server_is_answered(harness: Harness) -> None:
+    request = {
+        "id": 7,
+        "method": "item/commandExecution/requestApproval",
+        "params": {"command": "git push"},
+    }
+    result = run_sim(harness, sim(harness, {"steps": [{"emit": request}]}, "asks"))
+    assert result.outcome is TurnOutcome.COMPLETED, result.message
