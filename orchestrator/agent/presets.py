@@ -1,7 +1,8 @@
 """Presets for real coding agents: the command each runs and how its JSON lines are read.
 
 Verified with Codex 0.169.0, Claude Code 2.1.197 and Pi 0.73.1 (docs/agent.md,
-"Presets"); the prompt always goes on stdin, once.
+"Presets"); the prompt always goes on stdin, once (``codex-app-server``: in a
+JSON-RPC request on stdin).
 
 - ``codex``: ``codex exec --json --sandbox danger-full-access -`` (Codex's own
   ``workspace-write`` sandbox keeps ``.git`` read-only, so no commit could be
