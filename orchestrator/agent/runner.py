@@ -562,8 +562,10 @@ class AgentTurn:
                     events=progress.events,
                 )
             if writer is not None:
-                # End of input: the server's cue to shut down within the grace period.
+                # End of input: the server's cue to save its thread and exit on its own.
                 writer.close()
+                if mapper.turn_over and outcome is None:
+                    _wait_exit(proc, settings.grace_period_ms / 1000)
             if not terminate_session(proc, settings.grace_period_ms / 1000):
                 log.error("agent_survivors", run_id=self.run_id, session=proc.pid)
             # Whatever is still buffered in the pipe; a writer that escaped the
@@ -735,6 +737,12 @@ class _Writer:
             with contextlib.suppress(OSError):
                 self._stdin.close()
             self._stdin = None
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], limit_s: float) -> None:
+    """Give a process up to ``limit_s`` to exit by itself."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=limit_s)
 
 
 def _write_new(path: Path, data: bytes) -> None:

@@ -106,6 +106,7 @@ def test_a_recorded_session_completes_with_its_thread_usage_and_message(
 ) -> None:
     result, sent = replay(harness, TRANSCRIPTS / "success.jsonl")
     assert result.outcome is TurnOutcome.COMPLETED, result.message
+    assert result.exit_code == 0, "the replayer exits at the end of its input"
     assert result.session_id is not None and len(result.session_id) == 36
     assert result.usage == TokenUsage(3000, 600, 150)
     assert result.last_message == "Added src/feature.py and committed it."

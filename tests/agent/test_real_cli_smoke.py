@@ -114,6 +114,8 @@ def test_codex_app_server_commits_through_the_runner(harness: Harness, tmp_path:
         )
 
     assert result.outcome is TurnOutcome.COMPLETED, f"{result.message}\n{result.stderr_tail}"
+    # Once its input ended the server exited by itself, its thread saved.
+    assert result.exit_code == 0
     assert result.committed and result.new_commits == 1
     assert agent_clis.commits(workspace.path)[0] == "Add feature"
     assert (workspace.path / "src" / "feature.py").read_text() == "x = 1\n"
