@@ -160,7 +160,7 @@ class AppServerClient(EventMapper):
 
     @property
     def usage(self) -> TokenUsage:
-        return usage_less(self._total, self.baseline) if self._total else TokenUsage()
+        return TokenUsage() if self._total is None else usage_less(self._total, self.baseline)
 
     def map(self, obj: dict[str, Any]) -> AgentEvent:
         method = obj.get("method")

@@ -16,10 +16,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from orchestrator.agent import TurnOutcome, TurnRequest, TurnResult
 from orchestrator.agent.app_server import AppServerClient
 from orchestrator.agent.events import EventKind, TokenUsage
-from orchestrator.agent.presets import build_command
+from orchestrator.agent.presets import (
+    build_command,
+    new_mapper,
+    permissions_summary,
+    supports_resume,
+)
 from orchestrator.agent.settings import AgentPreset, AgentSettings
 from orchestrator.domain.phases import Phase
 
@@ -457,3 +464,13 @@ def test_a_raw_approval_request_from_the_scripted_server_is_answered(harness: Ha
     }
     result = run_sim(harness, sim(harness, {"steps": [{"emit": request}]}, "asks"))
     assert result.outcome is TurnOutcome.COMPLETED, result.message
+
+
+def test_the_preset_resumes_and_has_no_stream_mapper_of_its_own() -> None:
+    assert supports_resume(AgentPreset.CODEX_APP_SERVER)
+    with pytest.raises(ValueError, match="codex-app-server has no stream mapper"):
+        new_mapper(AgentPreset.CODEX_APP_SERVER)
+    summary = permissions_summary(
+        AgentSettings(preset=AgentPreset.CODEX_APP_SERVER), sandboxed=True
+    )
+    assert summary.startswith("edit files, run commands and commit in its workspace")
