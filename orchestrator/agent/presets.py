@@ -1,7 +1,8 @@
 """Presets for real coding agents: the command each runs and how its JSON lines are read.
 
 Verified with Codex 0.169.0, Claude Code 2.1.197 and Pi 0.73.1 (docs/agent.md,
-"Presets"); the prompt always goes on stdin, once.
+"Presets"); the prompt always goes on stdin, once (``codex-app-server``: in a
+JSON-RPC request on stdin).
 
 - ``codex``: ``codex exec --json --sandbox danger-full-access -`` (Codex's own
   ``workspace-write`` sandbox keeps ``.git`` read-only, so no commit could be
@@ -14,6 +15,11 @@ Verified with Codex 0.169.0, Claude Code 2.1.197 and Pi 0.73.1 (docs/agent.md,
   root unless the agent's environment says ``IS_SANDBOX=1``). Resumed with
   ``--resume SESSION_ID``.
 - ``pi``: ``pi --mode json``; resumed with ``--session SESSION_ID``.
+- ``codex-app-server``: ``agent.command`` as written (default ``codex app-server``,
+  as Symphony's ``codex.command``), spoken to in JSON-RPC on stdin and stdout
+  (:mod:`orchestrator.agent.app_server`); the prompt, the workspace, the
+  sandbox and the approval policy go in its requests, a continuation resumes
+  the recorded thread.
 - ``command``: any program that follows the contract in docs/agent.md; the
   previous session id is given to it as ``ORCHESTRATOR_SESSION_ID``.
 
@@ -39,6 +45,9 @@ from orchestrator.agent.settings import AgentPermissions, AgentPreset, AgentSett
 TEXT_LIMIT = 2_000
 # Claude Code's tools a workspace agent needs: read, search, edit files and run commands.
 CLAUDE_WORKSPACE_TOOLS = "Bash,Edit,Write,Read,Glob,Grep"
+
+# What the ``codex-app-server`` preset runs unless ``agent.command`` says otherwise.
+APP_SERVER_COMMAND = "codex app-server"
 
 # Session ids end up on a command line: accept only plain tokens, never an option.
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
@@ -69,10 +78,19 @@ class EventMapper:
 
     One mapper serves one turn. The base class reads the contract of the
     ``command`` preset.
+
+    A ``conversational`` mapper (the ``codex-app-server`` preset) also talks
+    back: the runner gives the agent a pipe instead of the prompt on standard
+    input, writes what :meth:`outgoing` returns, and ends the process once
+    ``turn_over`` is set.
     """
+
+    conversational = False
 
     def __init__(self, baseline: TokenUsage | None = None) -> None:
         self.session_id: str | None = None
+        # The protocol said the turn ended (conversational mappers): the runner stops the agent.
+        self.turn_over = False
         self._usage = TokenUsage()
         # What earlier turns of a resumed session already counted (agents that report
         # a session's running total).
@@ -88,6 +106,10 @@ class EventMapper:
     def usage(self) -> TokenUsage:
         """All tokens reported so far in this turn."""
         return self._usage
+
+    def outgoing(self) -> list[bytes]:
+        """Lines to write to the agent's standard input now (conversational mappers only)."""
+        return []
 
     def map(self, obj: dict[str, Any]) -> AgentEvent:
         raw_type = str(obj.get("type") or "")
@@ -135,6 +157,12 @@ def codex_error_class(message: str) -> str:
     if "high demand" in lowered or "500" in lowered or "server error" in lowered:
         return "server"
     return "error"
+
+
+# The helpers other mappers (orchestrator.agent.app_server) share.
+clip_text = _clip
+token_count = _count
+usage_less = _less
 
 
 class CodexMapper(EventMapper):
@@ -364,8 +392,15 @@ _MAPPERS: dict[AgentPreset, type[EventMapper]] = {
 
 
 def new_mapper(preset: AgentPreset, baseline: TokenUsage | None = None) -> EventMapper:
-    """A fresh mapper for one turn of ``preset`` (``baseline``: a resumed session's usage)."""
-    return _MAPPERS[preset](baseline)
+    """A fresh mapper for one turn of ``preset`` (``baseline``: a resumed session's usage).
+
+    Not for ``codex-app-server``: its client needs the turn's prompt and workspace
+    (:class:`orchestrator.agent.app_server.AppServerClient`).
+    """
+    mapper = _MAPPERS.get(preset)
+    if mapper is None:
+        raise ValueError(f"preset {preset.value} has no stream mapper")
+    return mapper(baseline)
 
 
 def supports_resume(preset: AgentPreset) -> bool:
@@ -391,6 +426,8 @@ def permissions_summary(settings: AgentSettings, *, sandboxed: bool) -> str:
     """What the agent may do with these settings, in one line (``orchestrator validate``)."""
     if settings.preset is AgentPreset.COMMAND:
         what = "whatever agent.command allows"
+    elif settings.preset is AgentPreset.CODEX_APP_SERVER:
+        what = "edit files, run commands and commit in its workspace (approvals never asked)"
     elif settings.permissions is AgentPermissions.FULL:
         what = f"anything ({settings.preset.value}'s own checks are off)"
     else:
@@ -419,6 +456,10 @@ def build_command(
     if preset is AgentPreset.COMMAND:
         assert settings.command is not None
         return settings.command
+    if preset is AgentPreset.CODEX_APP_SERVER:
+        # The server gets the prompt, the thread to resume and its policies over JSON-RPC.
+        extra = [shlex.quote(arg) for arg in settings.extra_args]
+        return " ".join([settings.command or APP_SERVER_COMMAND, *extra])
     program = settings.command or preset.value
     flags = [shlex.quote(arg) for arg in (*preset_flags(settings), *settings.extra_args)]
     resume = valid_session_id(resume_session_id)

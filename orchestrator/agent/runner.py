@@ -11,6 +11,7 @@ blocks in :meth:`AgentTurn.run`; any other thread may call
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import selectors
@@ -22,8 +23,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from pathlib import Path
+from typing import IO
 
 from orchestrator.agent import safe_files
+from orchestrator.agent.app_server import MAX_PENDING_BYTES, AppServerClient
 from orchestrator.agent.environment import AgentEnvironment
 from orchestrator.agent.errors import HookFailed, UnsafeWorkspacePath, WorkspaceError
 from orchestrator.agent.events import AgentEvent, EventKind
@@ -45,7 +48,7 @@ from orchestrator.agent.results import (
     clear_outputs,
     read_results,
 )
-from orchestrator.agent.settings import AgentSettings, HookSettings
+from orchestrator.agent.settings import AgentPreset, AgentSettings, HookSettings
 from orchestrator.agent.snapshot import HeadSnapshot, take_snapshot
 from orchestrator.agent.turn import TurnOutcome, TurnRequest, TurnResult
 from orchestrator.agent.workspace import RESULT_DIR
@@ -221,7 +224,7 @@ class AgentTurn:
         git_env = self.runner.environment.build().variables
         hook_env = self.runner.environment.build(files.variables).variables
         progress = _Progress(started=time.monotonic())
-        mapper = new_mapper(self.runner.settings.preset, self.request.usage_baseline)
+        mapper = self._mapper()
         command = build_command(
             self.runner.settings,
             prompt_file=files.prompt,
@@ -290,6 +293,17 @@ class AgentTurn:
         )
         self._log_exit(result)
         return result
+
+    def _mapper(self) -> EventMapper:
+        request = self.request
+        if self.runner.settings.preset is AgentPreset.CODEX_APP_SERVER:
+            return AppServerClient(
+                request.usage_baseline,
+                prompt=request.prompt,
+                cwd=request.workspace.path,
+                resume_session_id=request.resume_session_id,
+            )
+        return new_mapper(self.runner.settings.preset, request.usage_baseline)
 
     def _prepare(self) -> _TurnFiles:
         """Check the workspace, clear stale results, write the prompt, name the log."""
@@ -441,7 +455,15 @@ class AgentTurn:
         if outcome is not None:
             return outcome, message
         preset = self.runner.settings.preset.value
-        if exit_code != 0:
+        if mapper.conversational and not mapper.turn_over:
+            # The server ended (or broke the protocol) before the turn did.
+            reason = mapper.failure or progress.last_error or _last_line(stderr_log)
+            detail = f": {reason}" if reason else ""
+            return (
+                TurnOutcome.FAILED,
+                f"{preset} ended before the turn did (exit code {exit_code}){detail}",
+            )
+        if exit_code != 0 and not mapper.conversational:
             # The agent's own last error, else the last line it wrote on stderr.
             reason = mapper.failure or progress.last_error or _last_line(stderr_log)
             detail = f": {reason}" if reason else ""
@@ -484,7 +506,8 @@ class AgentTurn:
                     ["bash", "-lc", command],
                     cwd=self.request.workspace.path,
                     env=env,
-                    stdin=stdin,
+                    # A conversational agent gets its prompt in a request, on a pipe.
+                    stdin=subprocess.PIPE if mapper.conversational else stdin,
                     stdout=subprocess.PIPE,
                     stderr=stderr,
                     sandbox=settings.sandbox,
@@ -494,6 +517,7 @@ class AgentTurn:
                 return TurnOutcome.FAILED, f"could not start the agent: {error}", None
         assert proc.stdout is not None
         progress.started = time.monotonic()
+        writer = _Writer(proc.stdin) if proc.stdin is not None else None
         fd = proc.stdout.fileno()
         os.set_blocking(fd, False)
         selector = selectors.DefaultSelector()
@@ -504,6 +528,11 @@ class AgentTurn:
         leader_exit: float | None = None
         try:
             while True:
+                if writer is not None:
+                    writer.send(mapper)
+                    if mapper.turn_over:
+                        # The turn ended; the server would wait for the next one.
+                        break
                 now = time.monotonic()
                 watchdog = self._watchdog(now, progress)
                 if watchdog is not None:
@@ -532,6 +561,11 @@ class AgentTurn:
                     reason=message,
                     events=progress.events,
                 )
+            if writer is not None:
+                # End of input: the server's cue to save its thread and exit on its own.
+                writer.close()
+                if mapper.turn_over and outcome is None:
+                    _wait_exit(proc, settings.grace_period_ms / 1000)
             if not terminate_session(proc, settings.grace_period_ms / 1000):
                 log.error("agent_survivors", run_id=self.run_id, session=proc.pid)
             # Whatever is still buffered in the pipe; a writer that escaped the
@@ -547,6 +581,8 @@ class AgentTurn:
         finally:
             selector.close()
             proc.stdout.close()
+            if writer is not None:
+                writer.close()
             if proc.returncode is None:
                 proc.kill()
                 proc.wait()
@@ -657,6 +693,56 @@ class AgentTurn:
             log.warning(
                 "agent_malformed_line", run_id=self.run_id, count=progress.malformed, line=preview
             )
+
+
+class _Writer:
+    """Writes a conversational mapper's lines to the agent's stdin without ever blocking.
+
+    What the pipe does not take now is kept and offered again on the next
+    pass; an agent that stops reading (more than ``MAX_PENDING_BYTES`` waiting)
+    or closes its input ends the turn as failed.
+    """
+
+    def __init__(self, stdin: IO[bytes]) -> None:
+        self._stdin: IO[bytes] | None = stdin
+        self._fd = stdin.fileno()
+        os.set_blocking(self._fd, False)
+        self._pending = bytearray()
+
+    def send(self, mapper: EventMapper) -> None:
+        for line in mapper.outgoing():
+            self._pending += line
+        if self._stdin is None:
+            self._pending.clear()
+            return
+        while self._pending:
+            try:
+                written = os.write(self._fd, self._pending)
+            except BlockingIOError:
+                break
+            except OSError as error:
+                self.close()
+                if not mapper.turn_over:
+                    mapper.turn_over = True
+                    mapper.failure = mapper.failure or f"the agent closed its input ({error})"
+                return
+            del self._pending[:written]
+        if len(self._pending) > MAX_PENDING_BYTES and not mapper.turn_over:
+            self._pending.clear()
+            mapper.turn_over = True
+            mapper.failure = mapper.failure or "the agent stopped reading its input"
+
+    def close(self) -> None:
+        if self._stdin is not None:
+            with contextlib.suppress(OSError):
+                self._stdin.close()
+            self._stdin = None
+
+
+def _wait_exit(proc: subprocess.Popen[bytes], limit_s: float) -> None:
+    """Give a process up to ``limit_s`` to exit by itself."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=limit_s)
 
 
 def _write_new(path: Path, data: bytes) -> None:

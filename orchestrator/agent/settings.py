@@ -24,6 +24,8 @@ class AgentPreset(StrEnum):
     """Which agent program runs a turn, and how its events are read."""
 
     CODEX = "codex"
+    # ``codex app-server``: Codex's JSON-RPC protocol on stdio (orchestrator.agent.app_server).
+    CODEX_APP_SERVER = "codex-app-server"
     CLAUDE = "claude"
     PI = "pi"
     COMMAND = "command"
@@ -138,8 +140,8 @@ class AgentSettings:
     """Which agent runs, its watchdogs and the environment it gets.
 
     Timeouts are in milliseconds; 0 turns a watchdog off. ``command`` is the
-    whole shell command for the ``command`` preset, and replaces the program
-    name (``codex``, ``claude``, ``pi``) for the other presets.
+    whole shell command for the ``command`` and ``codex-app-server`` presets,
+    and replaces the program name (``codex``, ``claude``, ``pi``) for the others.
     """
 
     preset: AgentPreset = AgentPreset.COMMAND

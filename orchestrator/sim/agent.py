@@ -26,6 +26,9 @@ import click
 from orchestrator.sim.scenario_agent import Behaviour, ScenarioError, Step, load_scenario
 
 EXIT_SCENARIO_ERROR = 2
+# What the scripted agent speaks: the agent contract's JSON lines, or Codex's app-server.
+PROTOCOL_LINES = "lines"
+PROTOCOL_APP_SERVER = "app-server"
 _CHILD = (
     "import signal, time\n"
     "if {ignore}: signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
@@ -96,12 +99,17 @@ class ScriptedAgent:
 
     def run(self) -> int:
         """Play every step, then exit with the behaviour's exit code."""
+        stopped = self.play()
+        return self.behaviour.exit_code if stopped is None else stopped
+
+    def play(self) -> int | None:
+        """Play every step: the exit code of a step that ended the run (crash, exit), else None."""
         try:
             for step in self.behaviour.steps:
                 self._do(step)
         except _Exit as stop:
             return stop.code
-        return self.behaviour.exit_code
+        return None
 
     def _do(self, step: Step) -> None:
         try:
@@ -324,9 +332,19 @@ class ScriptedAgent:
 
 
 def run_scripted_agent(
-    scenario_path: Path, *, phase: str, attempt: int, out: IO[str], err: IO[str]
+    scenario_path: Path,
+    *,
+    phase: str,
+    attempt: int,
+    out: IO[str],
+    err: IO[str],
+    protocol: str = PROTOCOL_LINES,
 ) -> int:
-    """Load the scenario and play the turn for ``phase``/``attempt``; returns the exit code."""
+    """Load the scenario and play the turn for ``phase``/``attempt``; returns the exit code.
+
+    ``protocol`` ``app-server`` speaks Codex's app-server JSON-RPC on stdin and stdout
+    (:mod:`orchestrator.sim.app_server_agent`) instead of the agent contract's lines.
+    """
     try:
         scenario = load_scenario(scenario_path)
     except ScenarioError as error:
@@ -334,7 +352,12 @@ def run_scripted_agent(
         return EXIT_SCENARIO_ERROR
     workspace = Path(os.environ.get("ORCHESTRATOR_WORKSPACE") or Path.cwd())
     result_dir = Path(os.environ.get("ORCHESTRATOR_RESULT_DIR") or workspace / ".orchestrator")
-    agent = ScriptedAgent(
+    factory: type[ScriptedAgent] = ScriptedAgent
+    if protocol == PROTOCOL_APP_SERVER:
+        from orchestrator.sim.app_server_agent import AppServerAgent
+
+        factory = AppServerAgent
+    agent = factory(
         scenario.behaviour(phase, attempt),
         workspace=workspace,
         result_dir=result_dir,
@@ -371,8 +394,18 @@ def run_scripted_agent(
     type=click.IntRange(min=1),
     help="Which attempt's behaviour to play. Also ORCHESTRATOR_ATTEMPT.",
 )
+@click.option(
+    "--protocol",
+    type=click.Choice([PROTOCOL_LINES, PROTOCOL_APP_SERVER]),
+    default=PROTOCOL_LINES,
+    show_default=True,
+    help="`lines`: the agent contract's JSON lines (preset command); `app-server`: Codex's "
+    "app-server JSON-RPC on stdio (preset codex-app-server).",
+)
 @click.option("--check", is_flag=True, help="Only validate the scenario file and exit.")
-def agent_command(scenario_path: Path, phase: str, attempt: int, check: bool) -> None:
+def agent_command(
+    scenario_path: Path, phase: str, attempt: int, protocol: str, check: bool
+) -> None:
     """Play a scripted coding agent that follows the agent contract (docs/agent.md)."""
     if check:
         try:
@@ -384,7 +417,12 @@ def agent_command(scenario_path: Path, phase: str, attempt: int, check: bool) ->
         click.echo(f"{scenario_path}: valid ({steps} default steps; phases: {phases})")
         return
     code = run_scripted_agent(
-        scenario_path, phase=phase, attempt=attempt, out=sys.stdout, err=sys.stderr
+        scenario_path,
+        phase=phase,
+        attempt=attempt,
+        out=sys.stdout,
+        err=sys.stderr,
+        protocol=protocol,
     )
     sys.exit(code)
 

@@ -32,6 +32,7 @@ def _report_problems(check: WorkflowCheck) -> None:
 def _report_sandbox(workflow: Workflow, *, quiet: bool) -> bool:
     """The agents' sandbox on this machine; False when the daemon would refuse to start here."""
     from orchestrator.agent.presets import build_command, permissions_summary
+    from orchestrator.agent.settings import AgentPreset
     from orchestrator.runtime.containment import SandboxRefused, decide, probe_for
     from orchestrator.runtime.wiring import agent_settings
 
@@ -47,7 +48,12 @@ def _report_sandbox(workflow: Workflow, *, quiet: bool) -> bool:
         command = build_command(
             settings, prompt_file=Path(".orchestrator/prompt.md"), resume_session_id=None
         )
-        click.echo(f"  agent command: {command} (prompt on stdin)")
+        how = (
+            "spoken to in JSON-RPC; the prompt goes in its turn/start request"
+            if settings.preset is AgentPreset.CODEX_APP_SERVER
+            else "prompt on stdin"
+        )
+        click.echo(f"  agent command: {command} ({how})")
         sandboxed = decision.mode != "none"
         click.echo(f"  the agent may: {permissions_summary(settings, sandboxed=sandboxed)}")
     return True

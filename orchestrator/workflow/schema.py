@@ -221,12 +221,16 @@ class AgentSettings:
 
     preset: AgentPreset = field(
         default=AgentPreset.CODEX,
-        metadata=meta(doc="Agent preset: `codex`, `claude`, `pi` or `command`."),
+        metadata=meta(
+            doc="Agent preset: `codex`, `codex-app-server`, `claude`, `pi` or `command`."
+        ),
     )
     command: str | None = field(
         default=None,
         metadata=meta(
-            doc="For preset `command`: the whole shell command (required). For the other presets: "
+            doc="For preset `command`: the whole shell command (required). For preset "
+            "`codex-app-server`: the whole command that starts the server (default "
+            "`codex app-server`, as Symphony's `codex.command`). For the other presets: "
             "replaces the program name (for example an absolute path to `codex`).",
             shell_text=True,
         ),
@@ -234,7 +238,8 @@ class AgentSettings:
     extra_args: tuple[str, ...] = field(
         default=(),
         metadata=meta(
-            doc="Flags appended to the preset's command line (presets `codex`, `claude`, `pi`), "
+            doc="Flags appended to the preset's command line (presets `codex`, "
+            "`codex-app-server`, `claude`, `pi`), "
             "before the prompt and the resume arguments.",
             repeats=True,
         ),

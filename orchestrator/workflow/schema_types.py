@@ -26,6 +26,7 @@ class AgentPreset(StrEnum):
     """Which coding agent runs a turn and how its events are read."""
 
     CODEX = "codex"
+    CODEX_APP_SERVER = "codex-app-server"
     CLAUDE = "claude"
     PI = "pi"
     COMMAND = "command"

@@ -18,7 +18,11 @@ from orchestrator.agent.settings import WorkspaceSettings
 @pytest.mark.parametrize(
     ("kwargs", "field", "message"),
     [
-        ({"preset": "gpt"}, "agent.preset", "'gpt' is not one of codex, claude, pi, command"),
+        (
+            {"preset": "gpt"},
+            "agent.preset",
+            "'gpt' is not one of codex, codex-app-server, claude, pi, command",
+        ),
         ({}, "agent.command", "the command preset needs a command"),
         ({"preset": "codex", "command": "  "}, "agent.command", "must not be empty"),
         ({"command": "x", "stall_timeout_ms": -1}, "agent.stall_timeout_ms", ">= 0"),

@@ -1,4 +1,4 @@
-"""The real Codex, Claude Code and Pi CLIs take a labelled issue to an open pull request.
+"""The real Codex (exec and app-server), Claude Code and Pi CLIs take an issue to a pull request.
 
 Each test runs the daemon on the emulator with the CLI's preset as shipped (only
 the model provider and its key added, through ``agent.extra_args`` and
@@ -53,7 +53,13 @@ def agent_policy(cli: str, api: ModelApi, home: Path) -> dict[str, Any]:
         "turn_timeout_ms": 150_000,
         "max_concurrent_agents": 1,
     }
-    if cli == "codex":
+    if cli == "codex-app-server":
+        invocation = agent_clis.codex_app_server(api.base_url, home)
+        # As a Symphony codex.command: the program and `app-server`; the -c settings after.
+        agent["command"] = f"{agent_clis.binary('codex')} app-server"
+        agent["extra_args"] = invocation.argv[2:]
+        agent["env"] = invocation.env
+    elif cli == "codex":
         invocation = agent_clis.codex(api.base_url, home, "")
         # Everything after the preset's own flags (exec --json --sandbox ...).
         agent["extra_args"] = invocation.argv[invocation.argv.index("--model") :]
@@ -69,11 +75,11 @@ def agent_policy(cli: str, api: ModelApi, home: Path) -> dict[str, Any]:
 
 
 @pytest.mark.timeout(280)
-@pytest.mark.parametrize("cli", ["codex", "claude", "pi"])
+@pytest.mark.parametrize("cli", ["codex", "codex-app-server", "claude", "pi"])
 def test_the_real_cli_opens_a_pull_request_through_the_daemon(
     cli: str, tmp_path: Path, world: SimWorld
 ) -> None:
-    _installed(cli)
+    _installed(cli.removesuffix("-app-server"))
     home = agent_home(tmp_path)
     home.mkdir(parents=True, exist_ok=True)
     with ModelApi(SCRIPT) as api:
@@ -115,6 +121,7 @@ FAILING: dict[str, Any] = {
     ("cli", "reason"),
     [
         ("codex", "auth: unexpected status 401 Unauthorized"),
+        ("codex-app-server", "codex-app-server: auth: unexpected status 401 Unauthorized"),
         ("claude", "Invalid API key"),
         ("pi", "pi: 401"),
     ],
@@ -122,7 +129,7 @@ FAILING: dict[str, Any] = {
 def test_a_real_cli_refused_by_its_model_api_blocks_the_issue_naming_why(
     cli: str, reason: str, tmp_path: Path, world: SimWorld
 ) -> None:
-    _installed(cli)
+    _installed(cli.removesuffix("-app-server"))
     home = agent_home(tmp_path)
     home.mkdir(parents=True, exist_ok=True)
     with ModelApi.failing(HttpError(401)) as api:

@@ -107,6 +107,22 @@ def codex(
     return Invocation(argv, env, prompt)
 
 
+def codex_app_server(base_url: str, home: Path) -> Invocation:
+    """``codex app-server`` on the same stand-in provider as :func:`codex` (``-c`` settings only).
+
+    The server speaks JSON-RPC on stdin and stdout: the prompt, the working directory,
+    the sandbox and the approval policy come in its requests, not on the command line
+    (orchestrator/agent/app_server.py is the client).
+    """
+    flags = codex(base_url, home, "").argv
+    provider = flags[flags.index("-c") :]
+    argv = [str(binary("codex")), "app-server", "-c", f"model={CODEX_MODEL}", *provider]
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    env = {"CODEX_HOME": str(codex_home), "STAND_IN_OPENAI_KEY": OPENAI_KEY}
+    return Invocation(argv, env, "")
+
+
 def claude(
     base_url: str,
     prompt: str,

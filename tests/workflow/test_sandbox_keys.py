@@ -190,3 +190,21 @@ def test_validate_shows_the_sandbox_and_fails_where_the_daemon_would_not_start(
     assert "  agent command: " in result.output and "(prompt on stdin)" in result.output
     assert "the agent may: " in result.output
     assert "with no OS sandbox: everything the daemon's user may read and write" in result.output
+
+
+def test_validate_shows_the_app_server_command_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "WORKFLOW.md"
+    body = "agent:\n  preset: codex-app-server\n  command: npx -y @openai/codex app-server\n"
+    path.write_text(policy(body), encoding="utf-8")
+    env = {
+        **ENV,
+        "ORCHESTRATOR_BWRAP": str(tmp_path / "no-bwrap"),
+        "ORCHESTRATOR_AGENT__ALLOW_UNSANDBOXED": "true",
+    }
+    result = CliRunner().invoke(cli, ["validate", "--no-prompts", str(path)], env=env)
+    assert result.exit_code == 0, result.output
+    assert (
+        "  agent command: npx -y @openai/codex app-server "
+        "(spoken to in JSON-RPC; the prompt goes in its turn/start request)"
+    ) in result.output
+    assert "commit in its workspace (approvals never asked)" in result.output
