@@ -109,8 +109,9 @@ FOREIGN_KEYS: Mapping[str, ForeignKey] = MappingProxyType(
                 "codex.approval_policy",
                 SYMPHONY,
                 None,
-                "the codex preset runs `codex exec` non-interactively: nothing ever waits for an "
-                "approval; agent.permissions chooses what it may do",
+                "nothing here ever waits for an approval: the codex-app-server client answers "
+                "every approval request at once, and the codex preset runs `codex exec` "
+                "non-interactively",
             ),
             _key("codex.thread_sandbox", SYMPHONY, "agent.permissions", ""),
             _key(
@@ -303,18 +304,23 @@ def _flatten(path: str, value: object, out: list[tuple[str, object]]) -> None:
 
 _SECTION = object()
 
+# The preset that runs each dialect's agent: Symphony speaks to `codex app-server`
+# over JSON-RPC, which the codex-app-server preset does too.
+PRESET_OF = {"codex": "codex-app-server", "pi": "pi"}
+CODEX_PRESETS = ("codex", "codex-app-server")
+
 
 def _agent_preset(written: list[tuple[str, object]], native: Mapping[str, object]) -> str | None:
     if "agent.preset" in native:
         return None
     values = dict(written)
     runtime = values.get("worker.runtime")
-    if runtime in ("pi", "codex"):
-        return str(runtime)
+    if isinstance(runtime, str) and runtime in PRESET_OF:
+        return PRESET_OF[runtime]
     if "pi" in values:
         return "pi"
     if "codex" in values:
-        return "codex"
+        return PRESET_OF["codex"]
     return None
 
 
@@ -403,20 +409,23 @@ def read_foreign(
         dialect = entry.dialect
         if value is _SECTION:
             # Each key below gets its own warning; the section itself may choose the agent.
-            if path in ("codex", "pi") and preset == path:
-                read_as(path, "agent.preset", path, dialect)
+            if path in PRESET_OF and preset == PRESET_OF[path]:
+                read_as(path, "agent.preset", preset, dialect)
             continue
         if path in ("codex", "pi"):  # an empty section
             continue
         if path == "worker.runtime":
-            if preset is not None and preset == value:
-                read_as(path, "agent.preset", value, dialect)
+            if preset is not None and isinstance(value, str) and preset == PRESET_OF.get(value):
+                read_as(path, "agent.preset", preset, dialect)
             else:
                 ignore(path, dialect, "the agent is set by agent.preset")
             continue
         if path == "codex.command":
-            if running != "codex":
+            if running not in CODEX_PRESETS:
                 ignore(path, dialect, f"the agent here is {running}, not codex")
+            elif running == "codex-app-server" and isinstance(value, str) and value.strip():
+                # The command runs unchanged; the client speaks app-server's protocol to it.
+                read_as(path, "agent.command", value.strip(), dialect)
             elif "agent.extra_args" in native:
                 ignore(path, dialect, "the file also sets agent.extra_args")
             elif isinstance(value, str) and value.strip():
@@ -434,6 +443,14 @@ def read_foreign(
                 )
             else:
                 ignore(path, dialect, "expected the codex command as a string")
+            continue
+        if path == "codex.thread_sandbox" and running == "codex-app-server":
+            ignore(
+                path,
+                dialect,
+                "codex-app-server runs the thread with full access inside the product's sandbox "
+                "(agent.sandbox), which is what confines it",
+            )
             continue
         if path == "codex.thread_sandbox":
             permission = CODEX_SANDBOXES.get(str(value))

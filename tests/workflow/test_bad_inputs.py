@@ -238,7 +238,8 @@ BAD: list[Bad] = [
     Bad(
         "unknown agent preset",
         policy("agent:\n  preset: gpt\n"),
-        "WORKFLOW.md:5:3: agent.preset: expected one of codex, codex-app-server, claude, pi, command, got 'gpt'",
+        "WORKFLOW.md:5:3: agent.preset: expected one of codex, codex-app-server, claude, pi, "
+        "command, got 'gpt'",
     ),
     Bad(
         "passive phase that does not exist",

@@ -22,7 +22,7 @@ from orchestrator.workflow.foreign import FOREIGN_KEYS
 from orchestrator.workflow.loader import check_workflow
 from orchestrator.workflow.migrate import migrate_text
 from orchestrator.workflow.prompt import PromptIssue, PromptWorkspace
-from orchestrator.workflow.schema import AgentPermissions, AgentPreset, TrackerKind
+from orchestrator.workflow.schema import AgentPreset, TrackerKind
 from tests.workflow.conftest import check
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "symphony"
@@ -84,11 +84,14 @@ def test_the_keys_are_read_as_ours() -> None:
     assert pi.policy.orchestration.max_failed_attempts == 10
     codex = check_workflow(FIXTURES / "symphony-elixir.WORKFLOW.md", env=ENV).workflow
     assert codex is not None
-    assert codex.policy.agent.preset is AgentPreset.CODEX
-    assert codex.policy.agent.command is None
-    assert codex.policy.agent.extra_args[:2] == ("--config", "shell_environment_policy.inherit=all")
-    assert "app-server" not in codex.policy.agent.extra_args
-    assert codex.policy.agent.permissions is AgentPermissions.WORKSPACE
+    # Symphony speaks to `codex app-server`: its command runs unchanged under that preset.
+    assert codex.policy.agent.preset is AgentPreset.CODEX_APP_SERVER
+    assert codex.policy.agent.command is not None
+    assert codex.policy.agent.command.startswith(
+        "codex --config shell_environment_policy.inherit=all --config"
+    )
+    assert codex.policy.agent.command.endswith("model_reasoning_effort=xhigh app-server")
+    assert codex.policy.agent.extra_args == ()
     assert codex.policy.tracker.project_slug == "symphony-0c79b11b75ea"
 
 
@@ -285,7 +288,7 @@ def test_the_migration_comments_what_differs() -> None:
     )
     assert migration.text is not None
     lines = migration.text.split("\n")
-    assert "#   codex.approval_policy: the codex preset runs `codex exec` non-interactively: " in (
+    assert "#   codex.approval_policy: nothing here ever waits for an approval: " in (
         migration.text
     )
     assert "  # From the `git clone` of hooks.after_create." in lines
@@ -342,7 +345,7 @@ def test_migrate_workflow_to_standard_output(tmp_path: Path) -> None:
     source = FIXTURES / "symphony-elixir.WORKFLOW.md"
     result = CliRunner().invoke(cli, ["migrate-workflow", str(source)], env=ENV)
     assert result.exit_code == 0
-    assert "\nagent:\n  # From the codex: section.\n  preset: codex\n" in result.stdout
+    assert "\nagent:\n  # From the codex: section.\n  preset: codex-app-server\n" in result.stdout
 
 
 def test_migrate_workflow_of_a_broken_file(tmp_path: Path) -> None:
