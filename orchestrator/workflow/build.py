@@ -18,12 +18,13 @@ from types import MappingProxyType
 from typing import Any
 
 from orchestrator.state_home import expand_path
+from orchestrator.workflow.app_key import key_file_absolute
 from orchestrator.workflow.catalog import SettingSpec, settings
 from orchestrator.workflow.coerce import Conversion, ConversionError, convert
 from orchestrator.workflow.layers import Layer, enclosing_location
 from orchestrator.workflow.problems import Location, Problem
 from orchestrator.workflow.provenance import Origin, OriginKind
-from orchestrator.workflow.schema import Policy, TrackerKind
+from orchestrator.workflow.schema import Policy, TrackerAuth, TrackerKind
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,8 @@ def build_policy(
             continue
         if path == "database.url" and isinstance(value, str):
             value = _sqlite_absolute(value, base_dir)
+        if path == "tracker.private_key_file" and isinstance(value, str):
+            value = key_file_absolute(value, base_dir)
         for sub, variables in conversion.references.items():
             references[path + sub] = variables
         values[path] = value
@@ -125,10 +128,14 @@ def build_policy(
 
 
 def _unused(spec: SettingSpec, values: Mapping[str, object], origin: Origin) -> bool:
-    # The in-memory tracker needs no token: do not insist on $GITHUB_TOKEN for it.
+    # The in-memory tracker, and a daemon running as a GitHub App, need no token:
+    # do not insist on $GITHUB_TOKEN for them.
     return (
         spec.path == "tracker.token"
-        and values.get("tracker.kind") is TrackerKind.MEMORY
+        and (
+            values.get("tracker.kind") is TrackerKind.MEMORY
+            or values.get("tracker.auth") is TrackerAuth.APP
+        )
         and origin.kind is OriginKind.DEFAULT
     )
 
