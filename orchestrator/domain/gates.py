@@ -14,6 +14,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import NamedTuple
 
+from orchestrator.domain.accounts import same_account
 from orchestrator.domain.phases import GateValue
 from orchestrator.domain.policy import ApprovalSource, FlowPolicy
 from orchestrator.domain.snapshot import (
@@ -113,7 +114,7 @@ def qualifies_as_human(actor: Actor, self_login: str | None) -> bool:
     """A human with write permission who is not the daemon itself."""
     if actor.is_bot or not actor.can_write:
         return False
-    return self_login is None or actor.login.lower() != self_login.lower()
+    return not same_account(actor.login, self_login)
 
 
 def checks_state(checks: ChecksSummary | None, head_sha: str, required: Iterable[str]) -> GateValue:

@@ -252,6 +252,7 @@ def pr() -> None:
 def _gateway(workflow: str | None) -> Any:
     from orchestrator.github.client import GitHubClient
     from orchestrator.github.gateway import GitHubGateway
+    from orchestrator.runtime.wiring import WiringError, policy_credentials
     from orchestrator.workflow import PolicyError, load_workflow
 
     path = Path(resolve("workflow", workflow))
@@ -259,9 +260,11 @@ def _gateway(workflow: str | None) -> Any:
         policy = load_workflow(path).policy
     except (PolicyError, OSError) as exc:
         raise click.ClickException(f"cannot load {path}: {exc}") from exc
-    if not policy.tracker.token:
-        raise click.ClickException(f"{path}: tracker.token is not set")
-    return GitHubGateway(GitHubClient(policy.tracker.endpoint, policy.tracker.token))
+    try:
+        credentials = policy_credentials(policy)
+    except WiringError as exc:
+        raise click.ClickException(f"{path}: {exc}") from exc
+    return GitHubGateway(GitHubClient(policy.tracker.endpoint, credentials))
 
 
 @pr.command("checks")
