@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from orchestrator.sim.testing import Account, AppAccount, SimWorld, add_app, make_token
 
 from .harness import APPROVAL_LABEL, flow_for
@@ -33,7 +35,7 @@ def as_app(world: SimWorld, app: AppAccount) -> SimWorld:
 
 
 def test_the_daemon_merges_as_an_app_through_expiring_tokens(
-    tmp_path: Path, world: SimWorld
+    tmp_path: Path, world: SimWorld, capfd: pytest.CaptureFixture[str]
 ) -> None:
     app = add_app(world)
     app_world = as_app(world, app)
@@ -71,6 +73,12 @@ def test_the_daemon_merges_as_an_app_through_expiring_tokens(
         # One token at start, and a new one after each of the four expiries.
         route = "POST /app/installations/{installation_id:int}/access_tokens"
         assert world.control.counters()["routes"][route]["requests"] >= 5
+    # No installation token (GitHub's ghs_ prefix) in the database or the logs.
+    for stored in tmp_path.glob("orchestrator.db*"):
+        assert b"ghs_" not in stored.read_bytes(), stored
+    out, err = capfd.readouterr()
+    assert "app_token_issued" in out + err
+    assert "ghs_" not in out + err
 
 
 def test_an_app_bots_approval_label_is_not_a_human_approval(
