@@ -261,6 +261,9 @@ class GitHubClient:
         family = route_family("GET", path)
         status, answer_headers, raw = self._send_text(path)
         self._account(family, path, status, answer_headers)
+        if status == 401 and self._renew():
+            status, answer_headers, raw = self._send_text(path)
+            self._account(family, path, status, answer_headers)
         decision = decide(self.retry, self.retry.max_attempts, status, answer_headers, raw)
         if isinstance(decision, PrimaryLimit):
             self.accounting.record_rate_limited()
