@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -31,11 +32,13 @@ def pem() -> str:
     ).decode()
 
 
-def policy(tmp_path: Path, tracker: str, env: dict[str, str] | None = None) -> Policy:
+def policy(
+    tmp_path: Path, tracker: str, env: dict[str, str] | None = None, more: str = ""
+) -> Policy:
     path = tmp_path / "WORKFLOW.md"
     path.write_text(
         f"---\ntracker:\n  repo: acme/widgets\n  endpoint: http://127.0.0.1:9\n{tracker}"
-        'agent:\n  preset: command\n  command: "true"\n---\nGo.\n',
+        f'agent:\n  preset: command\n  command: "true"\n{more}---\nGo.\n',
         encoding="utf-8",
     )
     return load_workflow(path, env=env or {}).policy
@@ -95,3 +98,46 @@ def test_an_unreadable_key_stops_the_wiring_with_the_key_named(tmp_path: Path) -
 
     with pytest.raises(WiringError, match=r"tracker\.private_key_file: cannot read the key file"):
         policy_credentials(app)
+
+
+def test_a_sandboxed_agent_cannot_read_the_apps_key(tmp_path: Path) -> None:
+    from orchestrator.agent.sandbox import bwrap_argv
+    from orchestrator.runtime.wiring import build_agent_wiring
+    from tests.agent.test_sandbox import require_bwrap
+
+    require_bwrap()
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    key = pem()
+    (keys / "app.pem").write_text(key, encoding="utf-8")
+    workspaces = tmp_path / "workspaces"
+    app = policy(
+        tmp_path,
+        "  auth: app\n  app_id: 42\n  private_key_file: keys/app.pem\n",
+        more=f"  sandbox: bwrap\nworkspace:\n  root: {workspaces}\n"
+        f"rollout:\n  kill_switch_file: {tmp_path / 'state' / 'STOP'}\n",
+    )
+    wiring = build_agent_wiring(
+        app,
+        secrets=agent_secrets(app),
+        on_event=lambda _run, _event: None,
+        db_url=f"sqlite:///{tmp_path / 'state' / 'orchestrator.db'}",
+    )
+    sandbox = wiring.settings.sandbox
+    assert sandbox is not None and keys in sandbox.hidden
+    workspace = workspaces / "acme_widgets_1"
+    workspace.mkdir(parents=True)
+    argv = bwrap_argv(
+        sandbox.program,
+        ["cat", str(keys / "app.pem")],
+        cwd=workspace,
+        writable=[workspace],
+        hidden=[keys],
+    )
+
+    plain = subprocess.run(["cat", str(keys / "app.pem")], capture_output=True, text=True)
+    boxed = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+
+    assert key.splitlines()[1] in plain.stdout
+    assert boxed.returncode != 0
+    assert key.splitlines()[1] not in boxed.stdout
