@@ -135,7 +135,8 @@ def test_a_sandboxed_agent_cannot_read_the_apps_key(tmp_path: Path) -> None:
         hidden=[keys],
     )
 
-    plain = subprocess.run(["cat", str(keys / "app.pem")], capture_output=True, text=True, check=True)
+    key_file = str(keys / "app.pem")
+    plain = subprocess.run(["cat", key_file], capture_output=True, text=True, check=True)
     boxed = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
 
     assert key.splitlines()[1] in plain.stdout
