@@ -30,6 +30,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 from orchestrator.agent.errors import GitError
@@ -39,6 +40,19 @@ from orchestrator.logs import redact_text, register_secret
 GIT_OUTPUT_LIMIT = 1024 * 1024
 
 
+class TokenSupply(Protocol):
+    """Where a token that changes over time comes from (a GitHub App's installation tokens).
+
+    ``token`` answers one that is valid now; ``refused`` tells that the remote
+    refused ``token`` and answers whether a different one can be had (then the
+    operation is worth one more try).
+    """
+
+    def token(self) -> str: ...
+
+    def refused(self, token: str) -> bool: ...
+
+
 @dataclass(frozen=True)
 class RepoSource:
     """Where a repository is cloned from: a URL (or local path) and an optional token.
@@ -46,11 +60,12 @@ class RepoSource:
     ``url`` may embed credentials; they are split off and handed to git only
     through :func:`credential_pipe`. ``token`` is sent as HTTP basic auth with
     the user ``x-access-token``, the form GitHub accepts for installation and
-    personal tokens.
+    personal tokens; a :class:`TokenSupply` is asked for a current token each
+    time git needs one.
     """
 
     url: str
-    token: str | None = field(default=None, repr=False)
+    token: str | TokenSupply | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.url or not self.url.strip():
@@ -64,12 +79,21 @@ class RepoSource:
     def credentials(self) -> Credentials | None:
         """The user name and password to send for this source, if it has any."""
         _, user, password = split_credentials(self.url)
-        if self.token:
-            user, password = "x-access-token", self.token
+        token = self.token
+        if token is not None and not isinstance(token, str):
+            token = token.token()
+        if token:
+            user, password = "x-access-token", token
         if user is None and password is None:
             return None
         register_secret(password)
         return Credentials(user or "", password or "")
+
+    def refused(self, credentials: Credentials | None) -> bool:
+        """The remote refused ``credentials``: whether a fresh token is worth one more try."""
+        if credentials is None or isinstance(self.token, str) or self.token is None:
+            return False
+        return self.token.refused(credentials.password)
 
 
 @dataclass(frozen=True)
@@ -206,6 +230,20 @@ def run_git(
         output = redact_text((result.stderr or result.stdout)[-2000:])
         raise GitError(command, result.exit_code, output)
     return result.stdout.strip()
+
+
+# What git says when the remote refused the credential it sent (HTTP 401).
+_AUTH_REFUSED = (
+    "authentication failed",
+    "invalid username or password",
+    "the requested url returned error: 401",
+)
+
+
+def refused_credentials(error: GitError) -> bool:
+    """Whether a failed git command failed because the remote refused its credential."""
+    text = error.output.lower()
+    return any(marker in text for marker in _AUTH_REFUSED)
 
 
 def git_ok(

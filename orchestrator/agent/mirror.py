@@ -27,7 +27,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from orchestrator.agent.errors import GitError, WorkspaceError
-from orchestrator.agent.git import Credentials, RepoSource, git_ok, run_git
+from orchestrator.agent.git import (
+    Credentials,
+    RepoSource,
+    git_ok,
+    refused_credentials,
+    run_git,
+)
 from orchestrator.agent.naming import workspace_key
 from orchestrator.agent.paths import checked_child
 from orchestrator.logs import get_logger
@@ -88,6 +94,35 @@ class MirrorStore:
             cancel=cancel,
             check=check,
         )
+
+    def _remote(
+        self,
+        args: list[str],
+        cwd: Path,
+        source: RepoSource,
+        *,
+        cancel: threading.Event | None = None,
+        check: bool = True,
+    ) -> str:
+        """A git command that talks to ``source``, with a credential current at that moment.
+
+        A credential the remote refuses (a token that expired or was revoked
+        meanwhile) is given up and the command runs once more with a fresh one,
+        when the source can have one.
+        """
+        credentials = source.credentials()
+        try:
+            return self._git(args, cwd, credentials=credentials, cancel=cancel)
+        except GitError as error:
+            if refused_credentials(error) and source.refused(credentials):
+                log.info("git_credential_refreshed", remote=source.clean_url)
+                return self._git(
+                    args, cwd, credentials=source.credentials(), cancel=cancel, check=check
+                )
+            cancelled = cancel is not None and cancel.is_set()
+            if check or cancelled or error.exit_code is None:
+                raise
+            return ""
 
     @contextmanager
     def scratch(self, mirror: Path | None = None) -> Iterator[Path]:
@@ -160,10 +195,9 @@ class MirrorStore:
     ) -> str:
         """Fetch the remote's branches (all, or ``branches`` and the default one) into the
         mirror; return what ``ls-remote`` says of HEAD."""
-        credentials = source.credentials()
         with self.scratch(path) as repo:
             if branches is None:
-                self._git(
+                self._remote(
                     [
                         "fetch",
                         "--quiet",
@@ -172,10 +206,10 @@ class MirrorStore:
                         "+refs/heads/*:refs/heads/*",
                     ],
                     repo,
-                    credentials=credentials,
+                    source,
                     cancel=cancel,
                 )
-            head = self._git(
+            head = self._remote(
                 [
                     "ls-remote",
                     "--symref",
@@ -184,7 +218,7 @@ class MirrorStore:
                     *(f"refs/heads/{name}" for name in branches or ()),
                 ],
                 repo,
-                credentials=credentials,
+                source,
                 cancel=cancel,
             )
             if branches is None:
@@ -198,10 +232,10 @@ class MirrorStore:
                 specs = [f"+refs/heads/{n}:refs/heads/{n}" for n in wanted if n in present]
                 gone = [n for n in wanted if n not in present and n != default]
                 if specs:
-                    self._git(
+                    self._remote(
                         ["fetch", "--quiet", "--no-tags", source.clean_url, *specs],
                         repo,
-                        credentials=credentials,
+                        source,
                         cancel=cancel,
                     )
             # The mirror takes objects and branches from the scratch repository over
@@ -244,7 +278,6 @@ class MirrorStore:
         descends from the base branch); no changed path lies under a ``.git``
         folder. Raises :class:`WorkspaceError` naming what failed.
         """
-        credentials = source.credentials()
         with self.locked(source) as mirror, self.scratch(mirror) as repo:
             self._git(
                 [
@@ -264,7 +297,7 @@ class MirrorStore:
                 )
             # One fetch each: a branch the remote does not have yet must not spoil the other.
             for name, target in ((base_branch, "base"), (branch, "branch")):
-                self._git(
+                self._remote(
                     [
                         "fetch",
                         "--quiet",
@@ -273,7 +306,7 @@ class MirrorStore:
                         f"+refs/heads/{name}:{_REMOTE}/{target}",
                     ],
                     repo,
-                    credentials=credentials,
+                    source,
                     cancel=cancel,
                     check=False,
                 )
@@ -286,10 +319,10 @@ class MirrorStore:
                 raise WorkspaceError(
                     f"refusing to push {expected[:12]}: it changes {bad[0]!r} under a .git folder"
                 )
-            self._git(
+            self._remote(
                 ["push", "--quiet", source.clean_url, f"{expected}:refs/heads/{branch}"],
                 repo,
-                credentials=credentials,
+                source,
                 cancel=cancel,
             )
         return expected

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from orchestrator.domain.accounts import same_account
 from orchestrator.domain.actions import SideEffect, SideEffectKind, side_effect
 from orchestrator.domain.flow import IssueContext
 from orchestrator.domain.gates import current_approval, stale_approval_labels
@@ -178,10 +179,11 @@ def request_review(
     The daemon itself is never asked; the key names the head and the turn, so a
     turn that only answered threads (no new head) still asks once.
     """
-    me = (ctx.self_login or "").lower()
     reviewers: list[str] = []
     for login in (*ctx.policy.pr.reviewers, *extra_reviewers):
-        if login.lower() != me and login.lower() not in {r.lower() for r in reviewers}:
+        if not same_account(login, ctx.self_login) and not any(
+            same_account(login, r) for r in reviewers
+        ):
             reviewers.append(login)
     if not reviewers:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from orchestrator.domain.accounts import account_key
 from orchestrator.domain.actions import (
     Cancel,
     Dispatch,
@@ -248,7 +249,7 @@ def pr_feedback(ctx: IssueContext, pr: PullRequest) -> Feedback:
         if review.verdict is not ReviewVerdict.COMMENTED and qualifies_as_human(
             review.author, ctx.self_login
         ):
-            latest[review.author.login.lower()] = (review.verdict, review.commit_sha)
+            latest[account_key(review.author.login)] = (review.verdict, review.commit_sha)
     changes = any(
         verdict is ReviewVerdict.CHANGES_REQUESTED and sha == pr.head_sha
         for verdict, sha in latest.values()

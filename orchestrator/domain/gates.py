@@ -14,6 +14,7 @@ from functools import lru_cache
 from types import MappingProxyType
 from typing import NamedTuple
 
+from orchestrator.domain.accounts import account_key, same_account
 from orchestrator.domain.phases import GateValue
 from orchestrator.domain.policy import ApprovalSource, FlowPolicy
 from orchestrator.domain.snapshot import (
@@ -113,7 +114,7 @@ def qualifies_as_human(actor: Actor, self_login: str | None) -> bool:
     """A human with write permission who is not the daemon itself."""
     if actor.is_bot or not actor.can_write:
         return False
-    return self_login is None or actor.login.lower() != self_login.lower()
+    return not same_account(actor.login, self_login)
 
 
 def checks_state(checks: ChecksSummary | None, head_sha: str, required: Iterable[str]) -> GateValue:
@@ -230,7 +231,7 @@ def _latest_verdicts(
         if review.verdict is ReviewVerdict.COMMENTED:
             continue
         if qualifies_as_human(review.author, self_login):
-            latest[review.author.login.lower()] = (review.verdict, review.commit_sha)
+            latest[account_key(review.author.login)] = (review.verdict, review.commit_sha)
     return latest
 
 
@@ -320,7 +321,7 @@ def approved_since(
             review.verdict is ReviewVerdict.APPROVED
             and review.commit_sha == pr.head_sha
             and review.submitted_at > since
-            and latest_verdicts.get(review.author.login.lower())
+            and latest_verdicts.get(account_key(review.author.login))
             == (ReviewVerdict.APPROVED, pr.head_sha)
             for review in pr.reviews
         )

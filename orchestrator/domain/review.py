@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from types import MappingProxyType
 
+from orchestrator.domain.accounts import same_account
 from orchestrator.domain.policy import ReviewPolicy
 from orchestrator.domain.results import (
     GITHUB_BODY_LIMIT,
@@ -274,7 +275,7 @@ def _same_request(entry: ThreadHistoryEntry, thread: ReviewThread, text: str) ->
     if entry.author is None:
         # Recorded before authors were kept: same file and the same words only.
         return (entry.path or "") == (thread.path or "") and normalise_body(entry.body) == text
-    if not entry.author_is_bot or entry.author.lower() != thread.author.login.lower():
+    if not entry.author_is_bot or not same_account(entry.author, thread.author.login):
         return False
     return similar(normalise_body(entry.body), text)
 
@@ -318,7 +319,7 @@ def escalated_before(thread: ReviewThread, self_login: str | None) -> bool:
     if self_login is None:
         return False
     return any(
-        comment.author.login.lower() == self_login.lower()
+        same_account(comment.author.login, self_login)
         and comment.body.startswith(ESCALATION_PREFIX)
         for comment in thread.comments
     )

@@ -11,6 +11,7 @@ the daemon itself counts, as before the key existed.
 
 from __future__ import annotations
 
+from orchestrator.domain.accounts import same_account
 from orchestrator.domain.gates import qualifies_as_human
 from orchestrator.domain.policy import ReviewActOn
 from orchestrator.domain.snapshot import Actor, ReviewThread
@@ -18,7 +19,7 @@ from orchestrator.domain.snapshot import Actor, ReviewThread
 
 def is_self(actor: Actor, self_login: str | None) -> bool:
     """The account is the daemon's own."""
-    return self_login is not None and actor.login.lower() == self_login.lower()
+    return same_account(actor.login, self_login)
 
 
 def author_trusted(actor: Actor, act_on: ReviewActOn, self_login: str | None) -> bool:

@@ -20,9 +20,10 @@ from urllib.parse import urlencode, urlparse
 from github import Auth, Github
 
 from orchestrator.github.accounting import Accounting, route_family
+from orchestrator.github.credentials import StaticToken, TokenProvider
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.retry import GiveUp, PrimaryLimit, Retry, RetryPolicy, decide, header
-from orchestrator.logs import get_logger, register_secret
+from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
 
@@ -100,13 +101,42 @@ class Response:
     from_cache: bool = False
 
 
+class _ProviderAuth(Auth.Auth):
+    """PyGithub authentication that asks the provider for a current token on every request."""
+
+    def __init__(self, provider: TokenProvider) -> None:
+        self._provider = provider
+        # The token the last request of this client carried (clients are per thread).
+        self.last: str | None = None
+
+    @property
+    def token_type(self) -> str:
+        return "token"
+
+    @property
+    def token(self) -> str:
+        value = self._provider.token()
+        self.last = value
+        return value
+
+    @property
+    def _masked_token(self) -> str:
+        return "token (removed)"
+
+
 class GitHubClient:
-    """Authenticated access to one GitHub API endpoint with one token."""
+    """Authenticated access to one GitHub API endpoint with one credential.
+
+    ``token`` is a token, or a :class:`TokenProvider` asked for a current one
+    on every request (a GitHub App's installation tokens): a request GitHub
+    answers 401 with a token the provider can replace is sent once more with
+    the new token (a 401 means GitHub did nothing, so no write is repeated).
+    """
 
     def __init__(
         self,
         endpoint: str,
-        token: str,
+        token: str | TokenProvider,
         *,
         cache: EtagCache | None = None,
         accounting: Accounting | None = None,
@@ -116,7 +146,8 @@ class GitHubClient:
         timeout_s: int = 30,
         seconds_between_writes: float = 0.0,
     ) -> None:
-        register_secret(token)
+        self.credentials: TokenProvider = StaticToken(token) if isinstance(token, str) else token
+        self._auth = _ProviderAuth(self.credentials)
         self.endpoint = endpoint.rstrip("/")
         self.cache = cache if cache is not None else MemoryEtagCache()
         self.accounting = accounting or Accounting()
@@ -125,7 +156,7 @@ class GitHubClient:
         self._clock = clock
         self.github = Github(
             base_url=self.endpoint,
-            auth=Auth.Token(token),
+            auth=self._auth,
             retry=None,
             timeout=timeout_s,
             per_page=100,
@@ -137,9 +168,13 @@ class GitHubClient:
 
     @property
     def login(self) -> str:
-        """The login of the token's user (the daemon's own account), fetched once."""
+        """The daemon's own account, fetched once: a GitHub App's bot (``slug[bot]``, from
+        ``GET /app``), else the token's user (``GET /user``)."""
         if self._login is None:
-            self._login = str(self.request("GET", "/user").data["login"])
+            own = self.credentials.own_login()
+            if own is None:
+                own = str(self.request("GET", "/user").data["login"])
+            self._login = own
         return self._login
 
     def request(
@@ -169,10 +204,17 @@ class GitHubClient:
         if cached is not None and cached.etag:
             send_headers["If-None-Match"] = cached.etag
         attempt = 0
+        renewed = False
         while True:
             attempt += 1
             status, answer_headers, raw = self._send(method, path, params, send_headers, body)
             self._account(family, path, status, answer_headers)
+            if status == 401 and not renewed and self._renew():
+                # The token expired or was revoked; GitHub did nothing with the request.
+                renewed = True
+                attempt -= 1
+                log.info("github_token_renewed", route=family)
+                continue
             decision = decide(
                 self.retry, attempt, status, answer_headers, raw, idempotent=idempotent
             )
@@ -210,11 +252,18 @@ class GitHubClient:
                 )
         return Response(status, answer_headers, data)
 
+    def _renew(self) -> bool:
+        used = self._auth.last
+        return used is not None and self.credentials.refused(used)
+
     def request_text(self, path: str, *, max_bytes: int = 1_000_000) -> str:
         """A plain-text answer (job logs), following one redirect; only the tail is kept."""
         family = route_family("GET", path)
         status, answer_headers, raw = self._send_text(path)
         self._account(family, path, status, answer_headers)
+        if status == 401 and self._renew():
+            status, answer_headers, raw = self._send_text(path)
+            self._account(family, path, status, answer_headers)
         decision = decide(self.retry, self.retry.max_attempts, status, answer_headers, raw)
         if isinstance(decision, PrimaryLimit):
             self.accounting.record_rate_limited()

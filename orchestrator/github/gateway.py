@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
+from orchestrator.domain.accounts import is_bot_login, same_account
 from orchestrator.github.client import GitHubClient
 from orchestrator.github.errors import GitHubError, Problem, RateLimited
 from orchestrator.github.outcomes import (
@@ -34,17 +35,6 @@ log = get_logger(__name__)
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 CREATE_ATTEMPTS = 3
 PERMISSION_TTL_S = 600.0
-
-
-def is_bot_login(login: str, user_type: str | None = None) -> bool:
-    return user_type == "Bot" or login.endswith("[bot]")
-
-
-def same_account(login: str | None, other: str | None) -> bool:
-    """Whether two logins name one account, across REST (``app[bot]``) and GraphQL (``app``)."""
-    if not login or not other:
-        return False
-    return login.lower().removesuffix("[bot]") == other.lower().removesuffix("[bot]")
 
 
 def carries_marker(body: str, marker: str) -> bool:
@@ -170,7 +160,7 @@ class GitHubGateway:
 
     def request_review(self, repo: str, number: int, reviewers: Iterable[str]) -> bool | Problem:
         """Ask these users (again) for a review; the bot itself is never asked."""
-        wanted = sorted({r for r in reviewers if r and r != self.client.login})
+        wanted = sorted({r for r in reviewers if r and not same_account(r, self.client.login)})
         if not wanted:
             return False
         try:
@@ -400,7 +390,7 @@ class GitHubGateway:
                 return None
             actor = last.get("actor") or {}
             login = str(actor.get("login", ""))
-            bot = is_bot_login(login, actor.get("type")) or login == self.client.login
+            bot = is_bot_login(login, actor.get("type")) or same_account(login, self.client.login)
             return ApprovalActor(
                 login=login,
                 is_bot=bot,

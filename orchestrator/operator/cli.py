@@ -267,6 +267,7 @@ def pr() -> None:
 def _gateway(workflow: str | None) -> Any:
     from orchestrator.github.client import GitHubClient
     from orchestrator.github.gateway import GitHubGateway
+    from orchestrator.runtime.wiring import WiringError, policy_credentials
     from orchestrator.workflow import PolicyError, load_workflow
     from orchestrator.workflow.schema import TrackerKind
 
@@ -279,9 +280,11 @@ def _gateway(workflow: str | None) -> Any:
         raise click.ClickException(
             f"{path}: tracker.kind: the Linear tracker is not available in this release"
         )
-    if not policy.tracker.token:
-        raise click.ClickException(f"{path}: tracker.token is not set")
-    return GitHubGateway(GitHubClient(policy.tracker.endpoint, policy.tracker.token))
+    try:
+        credentials = policy_credentials(policy)
+    except WiringError as exc:
+        raise click.ClickException(f"{path}: {exc}") from exc
+    return GitHubGateway(GitHubClient(policy.tracker.endpoint, credentials))
 
 
 @pr.command("checks")

@@ -16,6 +16,7 @@ from sqlalchemy.engine import make_url
 
 from orchestrator.agent import RepoSource
 from orchestrator.github.accounting import Accounting
+from orchestrator.github.credentials import TokenProvider
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import get_logger, redact_text
@@ -28,7 +29,13 @@ from orchestrator.runtime.records import RecordStore
 from orchestrator.runtime.switches import SwitchBoard
 from orchestrator.runtime.tick import Tick
 from orchestrator.runtime.turns import TurnRunner
-from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView, tracker_settings
+from orchestrator.runtime.wiring import (
+    AgentWiring,
+    GitHubAccess,
+    PolicyView,
+    credential_key,
+    tracker_settings,
+)
 from orchestrator.runtime.workers import WorkerPool
 from orchestrator.runtime.writes import GitHubWrites
 from orchestrator.store.database import Database
@@ -117,7 +124,7 @@ def build_parts(
     shared: Shared,
     view: PolicyView,
     *,
-    token: str,
+    credentials: TokenProvider,
     agents: Callable[[], AgentWiring],
     repo_source: Callable[[], RepoSource],
     lease_ttl: Callable[[], timedelta],
@@ -127,7 +134,8 @@ def build_parts(
     policy = view.policy
     github = GitHubAccess(
         endpoint=policy.tracker.endpoint,
-        token=token,
+        credentials=credentials,
+        credential_key=credential_key(policy),
         cache=shared.db.http_cache,
         accounting=shared.accounting,
         tracker=tracker_settings(policy, view.flow),
@@ -180,7 +188,8 @@ def preflight(github: GitHubAccess, view: PolicyView) -> RepoSource | None:
         if view.policy.rollout.preflight_required:
             endpoint = redact_text(view.policy.tracker.endpoint)
             raise AssemblyError(
-                f"preflight: cannot read {view.repo} at {endpoint} with the tracker token: {error}"
+                f"preflight: cannot read {view.repo} at {endpoint} with the tracker's "
+                f"credential: {error}"
             ) from None
         log.warning("preflight_failed", error=str(error))
         return None

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from orchestrator.domain.accounts import is_bot_login, same_account
 from orchestrator.domain.outcomes import turn_failure
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import ReviewActOn, ReviewPolicy
@@ -32,7 +33,6 @@ from orchestrator.domain.snapshot import (
 from orchestrator.domain.trust import author_permission, author_trusted, is_self, last_word
 from orchestrator.github.checks import failing_check_details
 from orchestrator.github.client import GitHubClient
-from orchestrator.github.gateway import is_bot_login
 from orchestrator.runtime.wiring import parse_time
 
 # The result files each agent phase is expected to leave.
@@ -149,7 +149,7 @@ def _thread_replies(
     for thread in pr.threads:
         for comment in thread.comments[1:]:
             login = comment.author.login
-            if comment.author.is_bot or is_bot_login(login) or login.lower() == self_login.lower():
+            if comment.author.is_bot or is_bot_login(login) or same_account(login, self_login):
                 continue
             if comment.created_at <= since:
                 continue
@@ -205,7 +205,7 @@ def _human_replies(
     for item in items:
         user = item.get("user") or {}
         login = str(user.get("login") or "")
-        if is_bot_login(login, user.get("type")) or login.lower() == self_login.lower():
+        if is_bot_login(login, user.get("type")) or same_account(login, self_login):
             continue
         created = parse_time(item["created_at"])
         if created <= since:

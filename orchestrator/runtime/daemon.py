@@ -33,6 +33,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from orchestrator.agent import RepoSource, SettingsError
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.github.accounting import Accounting
+from orchestrator.github.credentials import TokenProvider
 from orchestrator.github.errors import RateLimited
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import (
@@ -70,9 +71,11 @@ from orchestrator.runtime.wiring import (
     AgentWiring,
     PolicyView,
     WiringError,
+    agent_secrets,
     agent_wiring_key,
     build_agent_wiring,
-    policy_token,
+    credential_key,
+    policy_credentials,
     tracker_settings,
 )
 from orchestrator.runtime.workers import TurnSlot, WorkerPool
@@ -225,7 +228,7 @@ class Daemon:
             raise DaemonError(f"invalid policy:\n{error}") from None
         try:
             self.view = PolicyView.of(self.source.current)
-            token = policy_token(self.view.policy)
+            credentials = policy_credentials(self.view.policy)
         except WiringError as error:
             raise DaemonError(str(error)) from None
         register_secret(self.view.policy.server.token)
@@ -254,7 +257,7 @@ class Daemon:
         except (SettingsError, WiringError) as error:
             self._close()
             raise DaemonError(str(error)) from None
-        self.parts = self._build_parts(token)
+        self.parts = self._build_parts(credentials)
         try:
             self._repo_source = preflight(self.parts.github, self.view)
         except AssemblyError as error:
@@ -290,7 +293,7 @@ class Daemon:
             intents_unconfirmed=self.recovery.unconfirmed,
         )
 
-    def _build_parts(self, token: str) -> Parts:
+    def _build_parts(self, credentials: TokenProvider) -> Parts:
         shared = Shared(
             db=self.db,
             records=self.records,
@@ -304,7 +307,7 @@ class Daemon:
         return build_parts(
             shared,
             self.view,
-            token=token,
+            credentials=credentials,
             agents=lambda: self.agents,
             repo_source=self.repo_source,
             lease_ttl=lambda: self.cluster.ttl,
@@ -318,7 +321,7 @@ class Daemon:
             return
         self.agents = build_agent_wiring(
             policy,
-            secrets=[policy.tracker.token, policy.server.token, policy.server.metrics_token],
+            secrets=agent_secrets(policy),
             on_event=self.pool.on_event,
             db_url=self._db_url,
             env=self._env,
@@ -533,7 +536,7 @@ class Daemon:
         workflow = self.source.current
         try:
             view = PolicyView.of(workflow)
-            token = policy_token(workflow.policy)
+            key = credential_key(workflow.policy)
             tracker = tracker_settings(workflow.policy, view.flow)
             self._build_agents(workflow)
         except (WiringError, SettingsError) as error:
@@ -543,8 +546,13 @@ class Daemon:
         self.view = view
         self.switches.kill_switch_file = view.kill_switch_file
         self.pool.resize(workflow.policy.agent.max_concurrent_agents)
-        if not self.parts.github.same_as(workflow.policy.tracker.endpoint, token, tracker):
-            self.parts = self._build_parts(token)
+        if not self.parts.github.same_as(workflow.policy.tracker.endpoint, key, tracker):
+            try:
+                credentials = policy_credentials(workflow.policy)
+            except WiringError as error:
+                log.error("policy_not_applied", error=str(error))
+                return
+            self.parts = self._build_parts(credentials)
             self._repo_source = None
         if view.interval_s != previous.interval_s and self._scheduler is not None:
             self._scheduler.reschedule_job("poll", trigger="interval", seconds=view.interval_s)

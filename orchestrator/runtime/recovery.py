@@ -18,12 +18,13 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+from orchestrator.domain.accounts import same_account
 from orchestrator.domain.actions import SideEffect, SideEffectKind
 from orchestrator.domain.record_updates import EffectResult, apply_effect_result
 from orchestrator.domain.review import REVIEW_COMMENT_MARKER
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.github.errors import GitHubError, RateLimited
-from orchestrator.github.gateway import carries_marker, same_account
+from orchestrator.github.gateway import carries_marker
 from orchestrator.github.outcomes import PRInfo
 from orchestrator.logs import get_logger
 from orchestrator.runtime.records import RecordStore

@@ -26,12 +26,14 @@ from orchestrator.agent import (
 from orchestrator.agent.events import AgentEvent
 from orchestrator.agent.orphans import REGISTRY_DIR, ProcessRegistry
 from orchestrator.agent.settings import AgentPermissions
+from orchestrator.domain.accounts import is_bot_login, same_account
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.snapshot import Actor
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.client import EtagCache, GitHubClient
+from orchestrator.github.credentials import AppInstallationTokens, StaticToken, TokenProvider
 from orchestrator.github.errors import GitHubError
-from orchestrator.github.gateway import GitHubGateway, is_bot_login
+from orchestrator.github.gateway import GitHubGateway
 from orchestrator.github.prstate import PRStatePoller
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.runtime.containment import (
@@ -45,7 +47,8 @@ from orchestrator.runtime.containment import (
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.github_issues import GitHubIssuesTracker, issue_feed
 from orchestrator.workflow import Workflow, flow_policy
-from orchestrator.workflow.schema import Policy, TrackerKind
+from orchestrator.workflow.app_key import AppKeyError, is_inline_pem, read_private_key
+from orchestrator.workflow.schema import Policy, TrackerAuth, TrackerKind
 
 
 class WiringError(Exception):
@@ -68,12 +71,54 @@ def policy_repo(policy: Policy) -> str:
     return repo
 
 
-def policy_token(policy: Policy) -> str:
-    """The tracker token (never logged: the client registers it with the redactor)."""
-    token = policy.tracker.token
-    if not token:
+def credential_key(policy: Policy) -> tuple[object, ...]:
+    """What the daemon's GitHub credential is made of: a change builds a new one."""
+    tracker = policy.tracker
+    if tracker.auth is TrackerAuth.APP:
+        return ("app", tracker.app_id, tracker.private_key_file, tracker.installation_id)
+    return ("token", tracker.token)
+
+
+def policy_credentials(policy: Policy) -> TokenProvider:
+    """The daemon's GitHub credential: the token, or the App's installation tokens.
+
+    Neither the token nor the key is ever logged: the token is registered with
+    the redactor, and every installation token as it is issued.
+    """
+    tracker = policy.tracker
+    if tracker.auth is TrackerAuth.APP:
+        if tracker.app_id is None or not tracker.private_key_file:
+            raise WiringError("tracker.auth: app needs tracker.app_id and tracker.private_key_file")
+        try:
+            private_key = read_private_key(tracker.private_key_file)
+        except AppKeyError as error:
+            raise WiringError(f"tracker.private_key_file: {error}") from None
+        return AppInstallationTokens(
+            endpoint=tracker.endpoint,
+            app_id=tracker.app_id,
+            private_key=private_key,
+            repo=policy_repo(policy),
+            installation_id=tracker.installation_id,
+        )
+    if not tracker.token:
         raise WiringError("tracker.token: the daemon needs a GitHub token")
-    return token
+    return StaticToken(tracker.token)
+
+
+def agent_secrets(policy: Policy) -> list[str | None]:
+    """Values no agent environment variable may carry: the daemon's GitHub credential
+    (the token, or the App's key when a `$VAR` holds it) and its API tokens."""
+    key = policy.tracker.private_key_file
+    inline_key = key if key and is_inline_pem(key) else None
+    return [policy.tracker.token, inline_key, policy.server.token, policy.server.metrics_token]
+
+
+def key_folder(policy: Policy) -> Path | None:
+    """The folder of the App's key file, which agents must not see (None without one)."""
+    key = policy.tracker.private_key_file
+    if policy.tracker.auth is not TrackerAuth.APP or not key or is_inline_pem(key):
+        return None
+    return Path(key).parent
 
 
 def tracker_settings(policy: Policy, flow: FlowPolicy) -> TrackerSettings:
@@ -133,6 +178,8 @@ def agent_wiring_key(policy: Policy) -> tuple[object, ...]:
         policy.rollout.mode,
         policy.rollout.kill_switch_file,
         policy.database.url,
+        # The App's key: its folder is hidden from agents, a PEM in a $VAR withheld.
+        policy.tracker.private_key_file,
     )
 
 
@@ -181,7 +228,7 @@ def build_agent_wiring(
         db_url=db_url,
         workspace_root=workspaces.root,
         mirror_root=workspaces.mirrors.root,
-        extra_hidden=(*extra_hidden, spaces.logs),
+        extra_hidden=(*extra_hidden, spaces.logs, *filter(None, [key_folder(policy)])),
         env=env,
     )
     settings = replace(settings, sandbox=sandbox)
@@ -241,7 +288,8 @@ class GitHubAccess:
         self,
         *,
         endpoint: str,
-        token: str,
+        credentials: TokenProvider,
+        credential_key: tuple[object, ...],
         cache: EtagCache,
         accounting: Accounting,
         tracker: TrackerSettings,
@@ -249,7 +297,8 @@ class GitHubAccess:
     ) -> None:
         self.endpoint = endpoint
         self.retry = retry
-        self._token = token
+        self.credentials = credentials
+        self.credential_key = credential_key
         self.cache = cache
         self.accounting = accounting
         self.tracker_settings = tracker
@@ -260,10 +309,12 @@ class GitHubAccess:
         # One incremental view of the repository's issues, shared by every thread's tracker.
         self.feed = issue_feed(tracker)
 
-    def same_as(self, endpoint: str, token: str, tracker: TrackerSettings) -> bool:
+    def same_as(self, endpoint: str, key: tuple[object, ...], tracker: TrackerSettings) -> bool:
         """Whether this access already matches these settings (no rebuild on reload)."""
         return (
-            endpoint == self.endpoint and token == self._token and tracker == self.tracker_settings
+            endpoint == self.endpoint
+            and key == self.credential_key
+            and tracker == self.tracker_settings
         )
 
     def _clients(self) -> _ThreadClients:
@@ -271,7 +322,7 @@ class GitHubAccess:
         if found is None:
             client = GitHubClient(
                 self.endpoint,
-                self._token,
+                self.credentials,
                 cache=self.cache,
                 accounting=self.accounting,
                 retry=self.retry,
@@ -297,19 +348,16 @@ class GitHubAccess:
 
     @property
     def login(self) -> str:
-        """The daemon's own login (asked once)."""
+        """The daemon's own login, asked once: an App's bot as REST spells it
+        (``slug[bot]``, from ``GET /app``), else the token's user (``GET /user``)."""
         with self._login_lock:
             if self._login is None:
                 self._login = self.client.login
             return self._login
 
-    @property
-    def token(self) -> str:
-        return self._token
-
     def actor(self, login: str, user_type: str | None = None) -> Actor:
         """A GitHub account as the gates see it: bot or not, and whether it may write."""
-        bot = is_bot_login(login, user_type) or login.lower() == self.login.lower()
+        bot = is_bot_login(login, user_type) or same_account(login, self.login)
         if bot:
             return Actor(login=login, is_bot=True, can_write=False)
         try:
@@ -322,7 +370,8 @@ class GitHubAccess:
         return PRStatePoller(self.client, self.cache, self.actor)
 
     def repo_source(self, clone_url: str) -> RepoSource:
-        return RepoSource(clone_url, token=self._token)
+        """Where git clones, fetches and pushes: every command asks the provider for a token."""
+        return RepoSource(clone_url, token=self.credentials)
 
 
 def parse_time(value: object) -> datetime:

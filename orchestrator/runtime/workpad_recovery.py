@@ -17,6 +17,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from orchestrator.domain.accounts import same_account
 from orchestrator.domain.phases import Phase, WaitingReason
 from orchestrator.domain.review import REVIEW_COMMENT_MARKER
 from orchestrator.domain.snapshot import StoredRecord, TrackedIssue
@@ -29,7 +30,7 @@ from orchestrator.domain.workpad import (
     recovery_record,
 )
 from orchestrator.github.errors import GitHubError, RateLimited
-from orchestrator.github.gateway import carries_marker, same_account
+from orchestrator.github.gateway import carries_marker
 from orchestrator.logs import get_logger
 from orchestrator.runtime.records import RecordRow, RecordStore, RecoveryNote
 from orchestrator.runtime.wiring import GitHubAccess, PolicyView

@@ -28,8 +28,9 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from orchestrator.logs import get_logger
-from orchestrator.sim import rest_checks, rest_issues, rest_pulls, rest_repos
+from orchestrator.sim import rest_apps, rest_checks, rest_issues, rest_pulls, rest_repos
 from orchestrator.sim.api import Call, Reply, RouteSpec
+from orchestrator.sim.apps import JwtRefused
 from orchestrator.sim.billing import (
     RateLimited,
     RateSnapshot,
@@ -106,7 +107,13 @@ class GitHubFront:
             token = password or user_part
         if not token:
             return None, None
-        return token, self.emulator.state.user_for_token(token)
+        user = self.emulator.state.user_for_token(token)
+        if user is None:
+            # An installation token acts as its App's bot, billed to the installation.
+            actor = self.emulator.apps.actor_for_token(token)
+            if actor is not None:
+                return actor.token or token, actor
+        return token, user
 
     def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         headers = dict(_BASE_HEADERS)
@@ -297,6 +304,54 @@ class GitHubFront:
                 if found.status == 200:
                     self.renders.put(key, version, found)
             return found
+
+    # ------------------------------------------------------------ App (JWT)
+
+    def app_endpoint(self, spec: RouteSpec) -> Callable[[Request], Awaitable[Response]]:
+        """A route an App calls with its JSON web token (never billed, as on GitHub)."""
+        route = f"{spec.method} {spec.path}"
+
+        async def endpoint(request: Request) -> Response:
+            decision = self.emulator.faults.decide(request.method, request.url.path)
+            rule = decision.rule
+            await _delay(decision.latency_ms)
+            if rule is not None and rule.action != "lost_response":
+                self.record(request, None, route, _Outcome(rule.status or 0, 0, False, False))
+                return await self.fault_reply(rule, request)
+            scheme, _, value = request.headers.get("authorization", "").partition(" ")
+            apps = self.emulator.apps
+            try:
+                if scheme.lower() != "bearer" or not value.strip():
+                    raise JwtRefused("A JSON web token could not be decoded")
+                app = apps.verify_jwt(value.strip())
+            except JwtRefused as refused:
+                self.record(request, None, route, _Outcome(401, 0, False, False))
+                return self.json_response(
+                    401, {"message": str(refused), "documentation_url": DOCS_URL}
+                )
+            call = Call(
+                emulator=self.emulator,
+                method=request.method,
+                path=request.url.path,
+                params=request.path_params,
+                query=request.query_params,
+                user=apps.bot(app),
+                base_url=self.base_url(request),
+                raw_body=await request.body(),
+            )
+            reply = await anyio.to_thread.run_sync(_render, spec, call)
+            write = request.method in WRITE_METHODS
+            self.record(request, None, route, _Outcome(reply.status, 0, False, write))
+            if rule is not None:
+                return await drop(request)
+            response = Response(
+                reply.payload or b"", status_code=reply.status, headers=self.headers(reply.headers)
+            )
+            if reply.payload is not None:
+                response.headers["content-type"] = "application/json; charset=utf-8"
+            return response
+
+        return endpoint
 
     # ---------------------------------------------------------------- GraphQL
 
@@ -534,6 +589,10 @@ def build_app(emulator: Emulator) -> ASGIApp:
     routes.append(Route("/graphql", front.serve_graphql, methods=["POST"]))
     routes.extend(linear_control_routes(emulator.linear))
     routes.extend(linear_routes(emulator.linear))
+    for spec in rest_apps.JWT_ROUTES:
+        routes.append(Route(spec.path, front.app_endpoint(spec), methods=[spec.method]))
+    for template, specs in _group(rest_apps.ROUTES).items():
+        routes.append(Route(template, front.rest_endpoint(template, specs), methods=methods))
     for template, specs in _group(all_routes()).items():
         routes.append(Route(template, front.rest_endpoint(template, specs), methods=methods))
     for suffix in ("info/refs", "git-upload-pack", "git-receive-pack"):

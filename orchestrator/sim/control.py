@@ -401,3 +401,30 @@ class ControlClient:
 
     def reset_counters(self) -> None:
         self.request("DELETE", "/counters")
+
+    # ------------------------------------------------------------------- Apps
+
+    def create_app(
+        self,
+        slug: str,
+        *,
+        owner: str,
+        name: str | None = None,
+        permissions: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Register an App; the answer's ``private_key`` (PEM) is shown this once."""
+        body = {"slug": slug, "owner": owner, "name": name, "permissions": permissions}
+        result: dict[str, Any] = self.request("POST", "/apps", body)
+        return result
+
+    def install_app(self, slug: str, repositories: list[str]) -> dict[str, Any]:
+        """Install the App on these repositories; the answer's ``id`` is the installation's."""
+        result: dict[str, Any] = self.request(
+            "POST", f"/apps/{quote(slug)}/installations", {"repositories": repositories}
+        )
+        return result
+
+    def expire_app_tokens(self, app: str | None = None, *, age_s: float | None = None) -> int:
+        """End installation tokens now (or age them by ``age_s``); how many were changed."""
+        result = self.request("POST", "/app-tokens/expire", {"app": app, "age_s": age_s})
+        return int(result["expired"])

@@ -23,6 +23,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from orchestrator.sim import control_steps as steps
+from orchestrator.sim.apps import billing_key
 from orchestrator.sim.billing import RESOURCES, SecondaryPolicy
 from orchestrator.sim.control_seed import seed
 from orchestrator.sim.control_steps import (
@@ -52,6 +53,12 @@ def _token_of(emulator: Emulator, login: str | None) -> str | None:
     if login is None:
         return None
     user = emulator.state.user(login)
+    if user.bot and user.token is None:
+        # An App's bot: its budget is its installation's.
+        app = emulator.apps.app_named(user.login)
+        installations = emulator.apps.installations_of(app)
+        if installations:
+            return billing_key(installations[0].id)
     if user.token is None:
         raise ControlError(f"{login} has no token")
     return user.token
@@ -142,6 +149,45 @@ def save(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> An
     return {"saved": str(emulator.snapshot_path)}
 
 
+def create_app(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
+    """Register an App; the answer carries its private key (PEM), the only time it is shown."""
+    permissions = field_value(data, "permissions", dict)
+    if permissions is not None and not all(isinstance(v, str) for v in permissions.values()):
+        raise ControlError("permissions must map names to 'read' or 'write'")
+    app, private_pem = emulator.apps.create_app(
+        field_value(data, "slug", str, required=True),
+        owner=field_value(data, "owner", str, required=True),
+        name=field_value(data, "name", str),
+        permissions=permissions,
+    )
+    return {**emulator.apps.describe(app), "private_key": private_pem}
+
+
+def install_app(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
+    repos = field_value(data, "repositories", list, required=True)
+    if not repos or not all(isinstance(r, str) and "/" in r for r in repos):
+        raise ControlError("repositories must be a non-empty list of 'owner/name'")
+    app = emulator.apps.app_named(params["slug"])
+    installation = emulator.apps.install(app, repos)
+    return {
+        "id": installation.id,
+        "app_id": app.id,
+        "account": installation.account,
+        "repositories": list(installation.repos),
+        "rate_limit": emulator.apps.hourly_limit(installation),
+    }
+
+
+def expire_app_tokens(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
+    """End an App's installation tokens now, or make them ``age_s`` seconds older."""
+    slug = field_value(data, "app", str)
+    age = data.get("age_s")
+    if age is not None and (not isinstance(age, int | float) or isinstance(age, bool) or age < 0):
+        raise ControlError("field 'age_s' must be a non-negative number")
+    app = emulator.apps.app_named(slug) if slug else None
+    return {"expired": emulator.apps.expire_tokens(app=app, age_s=age)}
+
+
 def health(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
     return {"ok": True}
 
@@ -214,6 +260,9 @@ def control_routes(emulator: Emulator) -> list[Route]:
         ("DELETE", PREFIX + "/counters", reset_counters),
         ("GET", PREFIX + "/writes", writes),
         ("POST", PREFIX + "/save", save),
+        ("POST", PREFIX + "/apps", create_app),
+        ("POST", PREFIX + "/apps/{slug}/installations", install_app),
+        ("POST", PREFIX + "/app-tokens/expire", expire_app_tokens),
     ]
     grouped: dict[str, dict[str, ControlHandler]] = {}
     for method, path, handler in table:

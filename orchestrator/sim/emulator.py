@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from orchestrator.logs import get_logger
+from orchestrator.sim.apps import AppRegistry
 from orchestrator.sim.billing import Billing
 from orchestrator.sim.clock import Clock, system_clock
 from orchestrator.sim.errors import Conflict, NotAllowed, Unprocessable
@@ -69,6 +70,7 @@ class Emulator:
         self.state = SimState(self.clock)
         self.billing = Billing(self.clock, login_for=self._login_for_token)
         self.faults = FaultInjector(seed)
+        self.apps = AppRegistry(self.state, self.billing, self.clock)
         self.git = GitStore(state_dir / "git")
         self.persist = persist
         # Signs job-log download links, which (as on GitHub) need no token.
@@ -98,7 +100,7 @@ class Emulator:
 
     def _login_for_token(self, token: str) -> str | None:
         user = self.state.user_for_token(token)
-        return user.login if user else None
+        return user.login if user else self.apps.login_for_key(token)
 
     # -------------------------------------------------------------- git glue
 

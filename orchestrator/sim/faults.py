@@ -35,6 +35,8 @@ class FaultRule:
     count: int | None = None
     latency_ms: int = 0
     retry_after: int = 60
+    # Matching requests let through untouched before the rule starts to fire.
+    after: int = 0
     fired: int = 0
 
     def matches(self, method: str, path: str) -> bool:
@@ -53,6 +55,7 @@ class FaultRule:
             "count": self.count,
             "latency_ms": self.latency_ms,
             "retry_after": self.retry_after,
+            "after": self.after,
             "fired": self.fired,
         }
 
@@ -78,6 +81,7 @@ def parse_rule(data: Any, rule_id: int) -> FaultRule:
         "count",
         "latency_ms",
         "retry_after",
+        "after",
     }
     unknown = set(data) - allowed
     if unknown:
@@ -120,8 +124,12 @@ def parse_rule(data: Any, rule_id: int) -> FaultRule:
     retry_after = data.get("retry_after", 60)
     if isinstance(retry_after, bool) or not isinstance(retry_after, int) or retry_after < 1:
         raise ValueError("fault rule: retry_after must be a positive integer")
+    after = data.get("after", 0)
+    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+        raise ValueError("fault rule: after must be a non-negative integer")
     return FaultRule(
         id=rule_id,
+        after=after,
         path=path,
         action=action,
         method=method,
@@ -181,6 +189,9 @@ class FaultInjector:
                 if not rule.matches(method, path):
                     continue
                 if chosen is not None and rule.action != "latency":
+                    continue
+                if rule.after > 0:
+                    rule.after -= 1
                     continue
                 if rule.probability < 1.0 and self._random.random() >= rule.probability:
                     continue

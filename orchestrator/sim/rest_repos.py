@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from orchestrator.sim.api import Call, Reply, RouteSpec
+from orchestrator.sim.apps import NOT_FOR_INTEGRATIONS, is_installation_actor
 from orchestrator.sim.errors import Conflict, Forbidden, NotFound, Unprocessable
 from orchestrator.sim.gitstore import GitError
 from orchestrator.sim.rest_checks import resolve_ref
@@ -17,6 +18,9 @@ _BRANCH = re.compile(r"^(?!/)(?!.*//)(?!.*\.\.)(?!.*\.lock$)[^\s~^:?*\[\\]+(?<!/
 
 
 def get_authenticated_user(call: Call) -> Reply:
+    if is_installation_actor(call.user):
+        # An installation token is the App's, not a user's: GitHub refuses it here.
+        raise Forbidden(NOT_FOR_INTEGRATIONS)
     with call.state.lock:
         return Reply(200, call.shapes.account(call.user, private=True))
 

@@ -206,3 +206,39 @@ def running_world(state_dir: Path, **options: Any) -> Iterator[SimWorld]:
         yield world
     finally:
         world.server.stop()
+
+
+@dataclass(frozen=True)
+class AppAccount:
+    """A GitHub App registered on the emulator and installed on the world's repository.
+
+    ``login`` is the bot as REST shows it (``slug[bot]``); ``private_key`` the PEM.
+    """
+
+    id: int
+    slug: str
+    login: str
+    private_key: str
+    installation_id: int
+
+    def key_file(self, folder: Path) -> Path:
+        """Write the private key into ``folder`` (owner-only) and return the file."""
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = folder / f"{self.slug}.pem"
+        path.write_text(self.private_key, encoding="utf-8")
+        path.chmod(0o600)
+        return path
+
+
+def add_app(world: SimWorld, slug: str = "orchestrator-app", **options: Any) -> AppAccount:
+    """Register an App owned by the repository's owner and install it on the repository."""
+    owner = world.repo.split("/", 1)[0]
+    created = world.control.create_app(slug, owner=owner, **options)
+    installed = world.control.install_app(slug, [world.repo])
+    return AppAccount(
+        id=int(created["id"]),
+        slug=str(created["slug"]),
+        login=str(created["login"]),
+        private_key=str(created["private_key"]),
+        installation_id=int(installed["id"]),
+    )

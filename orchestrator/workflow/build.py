@@ -18,12 +18,13 @@ from types import MappingProxyType
 from typing import Any
 
 from orchestrator.state_home import expand_path
+from orchestrator.workflow.app_key import key_file_absolute
 from orchestrator.workflow.catalog import SettingSpec, settings
 from orchestrator.workflow.coerce import Conversion, ConversionError, convert
 from orchestrator.workflow.layers import Layer, enclosing_location
 from orchestrator.workflow.problems import Location, Problem
 from orchestrator.workflow.provenance import Origin, OriginKind
-from orchestrator.workflow.schema import Policy, TrackerKind
+from orchestrator.workflow.schema import Policy, TrackerAuth, TrackerKind
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ def build_policy(
             value = sqlite_absolute(value, base_dir)
         if path == "tracker.endpoint" and origin.kind is OriginKind.DEFAULT:
             value = _default_endpoint(values.get("tracker.kind"), value)
+        if path == "tracker.private_key_file" and isinstance(value, str):
+            value = key_file_absolute(value, base_dir)
         for sub, variables in conversion.references.items():
             references[path + sub] = variables
         values[path] = value
@@ -136,13 +139,14 @@ def _default_endpoint(kind: object, value: object) -> object:
 
 
 def _unused(spec: SettingSpec, values: Mapping[str, object], origin: Origin) -> bool:
-    # The in-memory tracker needs no token: do not insist on $GITHUB_TOKEN for it;
-    # nor on $LINEAR_API_KEY for a tracker other than Linear.
+    # The in-memory tracker, and a daemon running as a GitHub App, need no token:
+    # do not insist on $GITHUB_TOKEN for them; nor on $LINEAR_API_KEY for a
+    # tracker other than Linear.
     if origin.kind is not OriginKind.DEFAULT:
         return False
     kind = values.get("tracker.kind")
     if spec.path == "tracker.token":
-        return kind is TrackerKind.MEMORY
+        return kind is TrackerKind.MEMORY or values.get("tracker.auth") is TrackerAuth.APP
     if spec.path == "tracker.api_key":
         return kind is not TrackerKind.LINEAR
     return False

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from orchestrator.domain.phases import AGENT_PHASES, PHASE_CLASS, Phase, PhaseClass, RolloutMode
 from orchestrator.state_home import expand_path
+from orchestrator.workflow.app_key import AppKeyError, read_private_key
 from orchestrator.workflow.catalog import settings, suggestion
 from orchestrator.workflow.layers import enclosing_location
 from orchestrator.workflow.problems import Location, Problem, Severity
@@ -29,6 +30,7 @@ from orchestrator.workflow.schema import (
     MergeMode,
     Policy,
     ReviewCommentMode,
+    TrackerAuth,
     TrackerKind,
 )
 
@@ -117,7 +119,11 @@ def _tracker(ctx: RuleContext) -> Iterator[Problem]:
         and not origin.variables
     ):
         yield ctx.warning("tracker.token", "the token is written in the file; use a $VAR reference")
-    if tracker.kind is TrackerKind.GITHUB and tracker.token is None:
+    if (
+        tracker.kind is TrackerKind.GITHUB
+        and tracker.auth is TrackerAuth.TOKEN
+        and tracker.token is None
+    ):
         yield ctx.error("tracker.token", "required for tracker kind github (a $VAR reference)")
     if tracker.kind is TrackerKind.LINEAR:
         yield from _linear(ctx)
@@ -167,6 +173,25 @@ def _linear(ctx: RuleContext) -> Iterator[Problem]:
             "tracker.kind",
             "tracker kind linear needs tracker.project_slug or tracker.team_key (which issues)",
         )
+
+
+def _app_auth(ctx: RuleContext) -> Iterator[Problem]:
+    """Running as a GitHub App needs the App's id and a readable RSA private key."""
+    tracker = ctx.policy.tracker
+    if tracker.auth is not TrackerAuth.APP or tracker.kind is not TrackerKind.GITHUB:
+        return
+    if tracker.app_id is None:
+        yield ctx.error("tracker.app_id", "required for tracker.auth app (the App's id)")
+    if not tracker.private_key_file:
+        yield ctx.error(
+            "tracker.private_key_file",
+            "required for tracker.auth app (a PEM file, or a $VAR holding the PEM)",
+        )
+        return
+    try:
+        read_private_key(tracker.private_key_file)
+    except AppKeyError as error:
+        yield ctx.error("tracker.private_key_file", str(error))
 
 
 def _labels(ctx: RuleContext) -> Iterator[Problem]:
@@ -467,6 +492,7 @@ def _hooks(ctx: RuleContext) -> Iterator[Problem]:
 
 RULES: tuple[Rule, ...] = (
     _tracker,
+    _app_auth,
     _labels,
     _agent,
     _sandbox,

@@ -25,6 +25,7 @@ from orchestrator.workflow.schema_types import (
     MergeMode,
     ReviewCommentMode,
     ReviewOutputFormat,
+    TrackerAuth,
     TrackerKind,
     meta,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "RolloutMode",
     "RolloutSettings",
     "ServerSettings",
+    "TrackerAuth",
     "TrackerKind",
     "TrackerSettings",
     "WorkspaceSettings",
@@ -109,11 +111,18 @@ class TrackerSettings:
             "the GraphQL URL, `https://api.linear.app/graphql` when not set."
         ),
     )
+    auth: TrackerAuth = field(
+        default=TrackerAuth.TOKEN,
+        metadata=meta(
+            doc="How the daemon authenticates: `token` (`tracker.token`), or `app` (as a GitHub "
+            "App installation: `tracker.app_id` and `tracker.private_key_file`)."
+        ),
+    )
     token: str | None = field(
         default="$GITHUB_TOKEN",
         metadata=meta(
             doc="The GitHub token, normally a `$VAR` reference. Never printed, never logged, "
-            "never given to the agent. Ignored for kind `memory`.",
+            "never given to the agent. Ignored for kind `memory` and for `auth: app`.",
             secret=True,
         ),
     )
@@ -138,6 +147,28 @@ class TrackerSettings:
             doc="Kind `linear`: the team's key (the prefix of its issue identifiers, `ENG` of "
             "`ENG-12`). This or `project_slug` is required; with both, the project narrows the "
             "team."
+        ),
+    )
+    app_id: int | None = field(
+        default=None,
+        metadata=meta(
+            doc="For `auth: app`: the GitHub App's id (its settings page shows it).", minimum=1
+        ),
+    )
+    private_key_file: str | None = field(
+        default=None,
+        metadata=meta(
+            doc="For `auth: app`: the App's private key, a PEM file (a relative path is relative "
+            "to the policy file's directory), or a `$VAR` holding the PEM itself. Never printed.",
+            sensitive=True,
+        ),
+    )
+    installation_id: int | None = field(
+        default=None,
+        metadata=meta(
+            doc="For `auth: app`: the installation to act as; unset, it is found from "
+            "`tracker.repo` (`GET /repos/{owner}/{repo}/installation`).",
+            minimum=1,
         ),
     )
     required_labels: tuple[str, ...] = field(

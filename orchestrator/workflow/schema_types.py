@@ -22,6 +22,13 @@ class TrackerKind(StrEnum):
     MEMORY = "memory"
 
 
+class TrackerAuth(StrEnum):
+    """How the daemon authenticates to GitHub: a token, or as a GitHub App installation."""
+
+    TOKEN = "token"
+    APP = "app"
+
+
 class AgentPreset(StrEnum):
     """Which coding agent runs a turn and how its events are read."""
 

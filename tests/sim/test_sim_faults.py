@@ -75,6 +75,14 @@ def test_latency_rule_fires_and_the_request_still_succeeds(sim_world: SimWorld, 
     assert fired[rule["id"]] == 1
 
 
+def test_a_rule_with_after_lets_that_many_requests_through_first(
+    sim_world: SimWorld, gh: Any
+) -> None:
+    sim_world.control.add_fault(path="/user", action="error", status=502, after=2, count=1)
+
+    assert [_status(gh, "/user") for _ in range(4)] == [200, 200, 502, 200]
+
+
 def test_probability_is_reproducible_with_a_seed(sim_world: SimWorld, gh: Any) -> None:
     control = sim_world.control
 
