@@ -533,7 +533,7 @@ def build_app(emulator: Emulator) -> ASGIApp:
     )
     routes.append(Route("/graphql", front.serve_graphql, methods=["POST"]))
     routes.extend(linear_control_routes(emulator.linear))
-    routes.extend(linear_routes(emulator.linear))
+    routes.extend(linear_routes(emulator.linear, emulator.faults))
     for template, specs in _group(all_routes()).items():
         routes.append(Route(template, front.rest_endpoint(template, specs), methods=methods))
     for suffix in ("info/refs", "git-upload-pack", "git-receive-pack"):
