@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import random
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ import structlog
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.domain.workpad import WORKPAD_COMMENT_MARKER
 from orchestrator.logs import clear_context, configure_logging
+from orchestrator.runtime.wiring import WiringError, linear_tracker
 from orchestrator.sim.control import ControlClient
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.linear import LinearScope, LinearTracker
@@ -26,6 +28,8 @@ from orchestrator.tracker.linear_client import (
     LinearRateLimited,
     authorization_header,
 )
+from orchestrator.workflow.loader import load_workflow
+from orchestrator.workflow.schema import TrackerKind
 from tests.sim.linear_world import ALICE_TOKEN, BOT_KEY, LinearWorld, running_linear
 
 ACTIVE = frozenset({"Todo", "In Progress", "In Review"})
@@ -315,3 +319,33 @@ def test_the_api_key_never_reaches_the_logs(world: LinearWorld) -> None:
     finally:
         clear_context()
         structlog.reset_defaults()
+
+
+def _linear_workflow(path: Path, endpoint: str, scope: str) -> Path:
+    path.write_text(
+        "---\n"
+        "tracker:\n"
+        "  kind: linear\n"
+        "  repo: acme/widgets\n"
+        f"  endpoint: {endpoint}\n"
+        f"  {scope}\n"
+        "  required_labels: [agent]\n"
+        "  active_states: [Todo, In Progress, Merging]\n"
+        "rollout:\n"
+        "  kill_switch_label: halt\n"
+        "---\n"
+        "Work on {{ issue.title }}.\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_the_policy_builds_the_linear_tracker(world: LinearWorld, tmp_path: Path) -> None:
+    path = _linear_workflow(tmp_path / "WORKFLOW.md", world.control.graphql_url, "team_key: ENG")
+    env = {"LINEAR_API_KEY": BOT_KEY, "GITHUB_TOKEN": "ghs_unused_here"}
+    policy = load_workflow(path, env=env).policy
+    tracker = linear_tracker(policy)
+    assert tracker.scope == LinearScope(team_key="ENG", kill_switch_label="halt")
+    assert [i.ref for i in tracker.fetch_candidates()] == [ENG_1, ENG_2]
+    with pytest.raises(WiringError, match=r"tracker\.kind: expected linear"):
+        linear_tracker(replace(policy, tracker=replace(policy.tracker, kind=TrackerKind.GITHUB)))
