@@ -204,11 +204,17 @@ class LinearTracker:
         flt = {**self.scope.issue_filter(), "updatedAt": {"gte": since}}
         if not self._changed(flt):
             return 0
+        newest = _moment(self._known.watermark)
         read = 0
         for page in self.client.pages(
             "IssuesPage", q.ISSUES_PAGE, {"filter": flt, "first": PAGE_SIZE}, ("issues",)
         ):
             read += self._take(page)
+            newest = max([newest, *(_moment(str(node["updatedAt"])) for node in page)])
+        # Only a read that got every page moves the watermark: pages come newest first,
+        # and one cut short by a rate limit is read again from the old watermark.
+        self._known.watermark = _stamp(newest)
+        self._forget_old()
         return read
 
     def _changed(self, flt: dict[str, Any]) -> bool:
@@ -222,7 +228,7 @@ class LinearTracker:
         return any(seen.get(str(n["id"])) != str(n["updatedAt"]) for n in connection["nodes"])
 
     def _take(self, nodes: list[dict[str, Any]]) -> int:
-        """Fold read issues into what is known; advance the watermark."""
+        """Fold read issues into what is known (the watermark is the polls' to move)."""
         for node in nodes:
             issue = LinearIssue.of(node)
             known = self._known.issues.get(issue.ref)
@@ -233,11 +239,6 @@ class LinearTracker:
             else:
                 self._known.issues.pop(issue.ref, None)
             self._known.recent[issue.id] = issue.updated_at
-            # The full read sets the watermark when it ends; later reads move it forward.
-            watermark = self._known.watermark
-            if watermark is not None and _moment(issue.updated_at) > _moment(watermark):
-                self._known.watermark = issue.updated_at
-        self._forget_old()
         return len(nodes)
 
     def _forget_old(self) -> None:

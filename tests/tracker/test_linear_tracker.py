@@ -145,6 +145,33 @@ def test_reads_follow_pages_past_fifty_issues(world: LinearWorld) -> None:
     assert len(tracker.fetch_candidates()) == 117
 
 
+def test_reading_one_issue_does_not_skip_other_changes(world: LinearWorld) -> None:
+    tracker = _tracker(world)
+    tracker.fetch_candidates()
+    world.clock.advance(10)
+    world.control.set_state("ENG-2", "In Progress")
+    world.clock.advance(10)
+    later = world.control.create_issue("ENG", "Parked", state="Backlog")["identifier"]
+    assert tracker.branch_name(IssueRef("ENG", 3)).endswith(later.lower() + "-parked")
+    states = {i.ref: i.tracker_state for i in tracker.fetch_candidates()}
+    assert states == {ENG_1: "Todo", ENG_2: "In Progress"}
+
+
+def test_a_read_cut_short_by_the_rate_limit_is_read_again_whole(world: LinearWorld) -> None:
+    tracker = _tracker(world)
+    tracker.fetch_candidates()
+    world.clock.advance(1)
+    for n in range(60):
+        world.clock.advance(5)
+        world.control.create_issue("ENG", f"Late {n}", labels=["agent"])
+    # The probe and the first page pass; the second page is refused.
+    world.control.set_rate_limit("bot", requests_remaining=2)
+    with pytest.raises(LinearRateLimited) as caught:
+        tracker.fetch_candidates()
+    world.clock.set(caught.value.reset_at)
+    assert len(tracker.fetch_candidates()) == 62
+
+
 def test_states_are_set_by_name_resolved_once_per_team(world: LinearWorld) -> None:
     tracker = _tracker(world)
     tracker.fetch_candidates()
