@@ -46,6 +46,8 @@ from orchestrator.runtime.containment import (
 )
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.github_issues import GitHubIssuesTracker, issue_feed
+from orchestrator.tracker.linear import LinearScope, LinearTracker
+from orchestrator.tracker.linear_client import LinearClient
 from orchestrator.workflow import Workflow, flow_policy
 from orchestrator.workflow.app_key import AppKeyError, is_inline_pem, read_private_key
 from orchestrator.workflow.schema import Policy, TrackerAuth, TrackerKind
@@ -131,6 +133,32 @@ def tracker_settings(policy: Policy, flow: FlowPolicy) -> TrackerSettings:
         active_states=frozenset(tracker.active_states),
         terminal_states=frozenset(tracker.terminal_states),
     )
+
+
+def linear_tracker(policy: Policy, accounting: Accounting | None = None) -> LinearTracker:
+    """The Linear tracker the policy names (kind linear): its key, scope and kill switches."""
+    tracker = policy.tracker
+    if tracker.kind is not TrackerKind.LINEAR:
+        raise WiringError(f"tracker.kind: expected linear, got {tracker.kind.value}")
+    if not tracker.api_key:
+        raise WiringError("tracker.api_key: the Linear tracker needs an API key")
+    try:
+        client = LinearClient(tracker.endpoint, tracker.api_key, accounting=accounting)
+        scope = LinearScope(
+            team_key=tracker.team_key,
+            project_slug=tracker.project_slug,
+            kill_switch_label=policy.rollout.kill_switch_label,
+            repo_kill_switch_label=policy.rollout.repo_kill_switch_label,
+        )
+    except ValueError as error:
+        raise WiringError(str(error)) from None
+    settings = TrackerSettings(
+        repo=tracker.repo or "",
+        required_labels=frozenset(tracker.required_labels),
+        active_states=frozenset(tracker.active_states),
+        terminal_states=frozenset(tracker.terminal_states),
+    )
+    return LinearTracker(client, settings, scope)
 
 
 def workspace_settings(policy: Policy) -> WorkspaceSettings:

@@ -588,7 +588,7 @@ def build_app(emulator: Emulator) -> ASGIApp:
     )
     routes.append(Route("/graphql", front.serve_graphql, methods=["POST"]))
     routes.extend(linear_control_routes(emulator.linear))
-    routes.extend(linear_routes(emulator.linear))
+    routes.extend(linear_routes(emulator.linear, emulator.faults))
     for spec in rest_apps.JWT_ROUTES:
         routes.append(Route(spec.path, front.app_endpoint(spec), methods=[spec.method]))
     for template, specs in _group(rest_apps.ROUTES).items():

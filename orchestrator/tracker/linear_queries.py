@@ -69,6 +69,17 @@ query IssuesPage($filter: IssueFilter, $first: Int = 25, $after: String) {
     + ISSUE_FIELDS
 )
 
+# The cheap probe of an incremental poll: which issues changed, by id and updatedAt
+# only (about a hundredth of an IssuesPage's complexity). Nothing new: the poll ends.
+CHANGED_ISSUES = """
+query ChangedIssues($filter: IssueFilter, $after: String) {
+  issues(filter: $filter, first: 50, after: $after, orderBy: updatedAt) {
+    nodes { id updatedAt }
+    pageInfo { hasNextPage endCursor }
+  }
+}
+"""
+
 ISSUE = (
     """
 query Issue($id: String!) {
@@ -85,6 +96,19 @@ query Issue($id: String!) {
 """
     + ISSUE_FIELDS
 )
+
+# The issue's comments page by page (the workpad may be older than the first page).
+ISSUE_COMMENTS = """
+query IssueComments($id: String!, $after: String) {
+  issue(id: $id) {
+    id
+    comments(first: 50, after: $after) {
+      nodes { id body user { id } }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}
+"""
 
 SET_STATE = """
 mutation SetState($id: String!, $stateId: String!) {
@@ -142,7 +166,9 @@ DOCUMENTS: dict[str, str] = {
     "TeamStates": TEAM_STATES,
     "IssueLabels": ISSUE_LABELS,
     "IssuesPage": ISSUES_PAGE,
+    "ChangedIssues": CHANGED_ISSUES,
     "Issue": ISSUE,
+    "IssueComments": ISSUE_COMMENTS,
     "SetState": SET_STATE,
     "ChangeLabels": CHANGE_LABELS,
     "CreateComment": CREATE_COMMENT,

@@ -199,7 +199,11 @@ def _variables(world: LinearWorld) -> dict[str, dict[str, Any]]:
             },
             "first": 1,
         },
+        "ChangedIssues": {
+            "filter": {"team": {"key": {"eq": "ENG"}}, "updatedAt": {"gte": "-P1D"}},
+        },
         "Issue": {"id": "ENG-1"},
+        "IssueComments": {"id": "ENG-1"},
         "SetState": {"id": issue["id"], "stateId": in_progress},
         "ChangeLabels": {"id": issue["id"], "added": [], "removed": [agent]},
         "CreateComment": {"issueId": issue["id"], "body": "Started."},

@@ -19,6 +19,7 @@ too; partial data with errors is 200.
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -42,6 +43,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from orchestrator.logs import get_logger
+from orchestrator.sim.dropped import drop
+from orchestrator.sim.faults import FaultInjector
 from orchestrator.sim.linear.complexity import query_complexity
 from orchestrator.sim.linear.resolvers import Context, resolve_field
 from orchestrator.sim.linear.world import LinearWorld
@@ -213,14 +216,56 @@ def _document(result: ExecutionResult) -> dict[str, Any]:
     return found
 
 
-def linear_routes(world: LinearWorld) -> list[Route]:
-    """The Linear API route of one emulator."""
+_OPERATION = re.compile(r"\b(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
+
+
+def operation_name(raw: bytes) -> str:
+    """The request's operation name (``operationName``, else the document's first), or ``""``."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return ""
+    if not isinstance(body, dict):
+        return ""
+    if isinstance(body.get("operationName"), str):
+        return str(body["operationName"])
+    found = _OPERATION.search(str(body.get("query") or ""))
+    return found.group(1) if found else ""
+
+
+def linear_routes(world: LinearWorld, faults: FaultInjector | None = None) -> list[Route]:
+    """The Linear API route of one emulator.
+
+    With ``faults`` (the emulator's injector, driven by ``/_control/faults``), a
+    rule applies here too when its path matches ``/linear/graphql/<operation>``
+    (``/linear/graphql*`` every request, ``/linear/graphql/CreateComment`` the
+    operation of that name, from ``operationName`` or the document): ``error``
+    answers its status without running the request, ``reset`` drops the
+    connection before it, ``lost_response`` runs it (the write happens) and then
+    drops the connection, ``latency`` delays it (``secondary`` is GitHub's alone).
+    """
 
     async def endpoint(request: Request) -> Response:
         raw = await request.body()
+        target = f"{PATH}/{operation_name(raw)}"
+        decision = faults.decide(request.method, target) if faults else None
+        rule = decision.rule if decision is not None else None
+        if decision is not None and decision.latency_ms:
+            await anyio.sleep(decision.latency_ms / 1000)
+        if rule is not None and rule.action == "reset":
+            return await drop(request)
+        if rule is not None and rule.action == "error":
+            status = rule.status or 502
+            return Response(
+                f"{status} Server Error: injected fault\n".encode(),
+                status_code=status,
+                headers={"content-type": "text/html; charset=utf-8"},
+            )
         status, document, headers = await anyio.to_thread.run_sync(
             handle, world, request.headers.get("authorization"), raw
         )
+        if rule is not None and rule.action == "lost_response":
+            return await drop(request)
         headers["content-type"] = "application/json; charset=utf-8"
         return Response(
             json.dumps(document, separators=(",", ":")).encode(),
