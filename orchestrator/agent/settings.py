@@ -75,6 +75,8 @@ class HookSettings:
     before_run: str | None = None
     after_run: str | None = None
     before_remove: str | None = None
+    # Run after_create first, in the empty staging folder (Symphony's order).
+    after_create_in_empty_dir: bool = False
     timeout_ms: int = 60_000
     grace_period_ms: int = 2_000
     log_output_bytes: int = 4_096

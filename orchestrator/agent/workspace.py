@@ -135,33 +135,26 @@ class WorkspaceManager:
                     timeout_s=self._timeout_s,
                 ):
                     raise WorkspaceError(f"base branch {base!r} not found in {source.clean_url}")
-                self._create(
-                    issue=issue,
+                workspace = Workspace(
+                    identifier=issue.identifier,
                     key=key,
                     path=path,
                     branch=branch,
-                    base=base,
-                    mirror=mirror,
-                    source=source,
-                    cancel=cancel,
+                    base_branch=base,
+                    repo_url=source.clean_url,
+                    created=True,
                 )
-            workspace = Workspace(
-                identifier=issue.identifier,
-                key=key,
-                path=path,
-                branch=branch,
-                base_branch=base,
-                repo_url=source.clean_url,
-                created=True,
-            )
+                first = self.hooks.after_create_in_empty_dir and bool(self.hooks.after_create)
+                try:
+                    self._create(
+                        workspace, mirror=mirror, source=source, cancel=cancel, hook_first=first
+                    )
+                except HookFailed:
+                    log.warning("workspace_discarded", issue=issue.identifier, workspace=str(path))
+                    raise
             try:
-                run_hook(
-                    HookName.AFTER_CREATE,
-                    self.hooks,
-                    cwd=path,
-                    env=self._hook_env(workspace),
-                    cancel=cancel,
-                )
+                if not first:
+                    self._after_create(workspace, path, cancel)
             except HookFailed:
                 shutil.rmtree(path, ignore_errors=True)
                 log.warning("workspace_discarded", issue=issue.identifier, workspace=str(path))
@@ -201,33 +194,75 @@ class WorkspaceManager:
             created=False,
         )
 
+    def _after_create(
+        self, workspace: Workspace, cwd: Path, cancel: threading.Event | None
+    ) -> None:
+        run_hook(
+            HookName.AFTER_CREATE,
+            self.hooks,
+            cwd=cwd,
+            env=self._hook_env(workspace),
+            cancel=cancel,
+        )
+
     def _create(
         self,
+        workspace: Workspace,
         *,
-        issue: IssueRef,
-        key: str,
-        path: Path,
-        branch: str,
-        base: str,
         mirror: Path,
         source: RepoSource,
         cancel: threading.Event | None,
+        hook_first: bool,
     ) -> None:
+        """Prepare the workspace in a staging folder and rename it into place.
+
+        With ``hook_first``, ``after_create`` runs first, in the empty folder (it
+        may clone the repository there); the runtime's own checkout then goes
+        around what it made, with a ``.git`` of the runtime's making.
+        """
+        key, path, branch, base = (
+            workspace.key,
+            workspace.path,
+            workspace.branch,
+            workspace.base_branch,
+        )
         staging = checked_child(self.root, STAGING_DIR, create=True)
         scratch = Path(tempfile.mkdtemp(prefix=f"{key}-", dir=staging))
         target = scratch / key
         try:
             # Through file:// (upload-pack): nothing of the mirror is linked or copied as is.
-            self._git(["clone", "--no-checkout", "--quiet", file_url(mirror), str(target)], scratch)
+            if hook_first:
+                target.mkdir()
+                self._after_create(workspace, target, cancel)
+                fresh = scratch / ".runtime-clone"
+                self._git(
+                    ["clone", "--no-checkout", "--quiet", file_url(mirror), str(fresh)], scratch
+                )
+                _replace_git_dir(target, fresh / ".git")
+            else:
+                self._git(
+                    ["clone", "--no-checkout", "--quiet", file_url(mirror), str(target)], scratch
+                )
             # The mirror path is an implementation detail; the agent sees the real,
             # credential-free URL as origin.
             self._git(["remote", "set-url", "origin", source.clean_url], target)
             self._git(["config", "user.name", self.settings.git_user_name], target)
             self._git(["config", "user.email", self.settings.git_user_email], target)
             remote_branch = f"refs/remotes/origin/{branch}"
-            if git_ok(
+            tracked = git_ok(
                 ["rev-parse", "--verify", "--quiet", remote_branch], cwd=target, timeout_s=30
-            ):
+            )
+            if hook_first:
+                # The hook's files stay; tracked paths take the branch's content (a
+                # plain checkout would refuse to overwrite what the hook left there).
+                self._agent_git(["symbolic-ref", "HEAD", f"refs/heads/{branch}"], target)
+                start = f"origin/{branch}" if tracked else f"origin/{base}"
+                self._agent_git(["reset", "--hard", "--quiet", start], target)
+                if tracked:
+                    self._agent_git(
+                        ["branch", "--quiet", f"--set-upstream-to=origin/{branch}", branch], target
+                    )
+            elif tracked:
                 self._git(
                     ["checkout", "--quiet", "-B", branch, "--track", f"origin/{branch}"], target
                 )
@@ -241,7 +276,9 @@ class WorkspaceManager:
                 handle.write(f"\n/{RESULT_DIR}/\n")
             (target / RESULT_DIR).mkdir(exist_ok=True)
             if cancel is not None and cancel.is_set():
-                raise WorkspaceError(f"creation of the workspace of {issue.identifier} cancelled")
+                raise WorkspaceError(
+                    f"creation of the workspace of {workspace.identifier} cancelled"
+                )
             target.rename(path)
         except OSError as error:
             raise WorkspaceError(f"could not create the workspace {path}: {error}") from error
@@ -347,3 +384,17 @@ class WorkspaceManager:
         self._agent_git(["update-ref", f"refs/remotes/origin/{workspace.branch}", head], path)
         log.info("branch_published", issue=workspace.identifier, branch=workspace.branch, sha=head)
         return head
+
+
+def _replace_git_dir(target: Path, runtime_git: Path) -> None:
+    """Put the runtime's ``.git`` in ``target``, in place of anything the hook left there.
+
+    A repository the hook cloned is replaced, never trusted: its config, hooks
+    and refs are the hook's; the runtime's comes from the mirror.
+    """
+    made = target / ".git"
+    if made.is_symlink() or made.is_file():
+        made.unlink()
+    elif made.exists():
+        shutil.rmtree(made)
+    runtime_git.rename(made)

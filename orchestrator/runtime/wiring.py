@@ -176,6 +176,7 @@ def hook_settings(policy: Policy) -> HookSettings:
         before_run=hooks.before_run,
         after_run=hooks.after_run,
         before_remove=hooks.before_remove,
+        after_create_in_empty_dir=hooks.after_create_in_empty_dir,
         timeout_ms=hooks.timeout_ms,
     )
 

@@ -493,6 +493,17 @@ def read_foreign(
         read_as(path, entry.target, value, dialect)
     if extra_args and extra_at is not None:
         reading.mapped.append(Mapped("agent.extra_args", extra_args, extra_at, tuple(extra_from)))
+    empty_dir = "hooks.after_create_in_empty_dir"
+    if native.get("hooks.after_create") and empty_dir not in native:
+        # Symphony runs after_create in the new, empty workspace folder.
+        reading.mapped.append(
+            Mapped(empty_dir, True, where("hooks.after_create"), ("hooks.after_create",))
+        )
+        warn(
+            "hooks.after_create",
+            "Symphony runs after_create in an empty folder: read with "
+            f"{empty_dir}: true; write that key",
+        )
     return reading
 
 

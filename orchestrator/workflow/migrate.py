@@ -125,20 +125,14 @@ def _section_order(path: str) -> tuple[int, ...]:
     return tuple(order)
 
 
-def _unclone(script: str) -> tuple[str, str | None]:
-    """``after_create`` without its ``git clone`` lines, and the repository they cloned."""
-    repo = None
-    lines = []
+def _cloned_repo(script: str) -> str | None:
+    """The ``owner/name`` a ``git clone`` line of ``script`` clones, if any."""
     for line in script.split("\n"):
         match = _CLONE_LINE.match(line)
-        if match is None:
-            lines.append(line)
-            continue
-        found = _CLONE_URL.search(match.group(2) + " ")
-        if found and repo is None:
-            repo = f"{found.group(1)}/{found.group(2)}"
-        lines.append(f"{match.group(1)}# {match.group(2)}  (the runtime checks out tracker.repo)")
-    return "\n".join(lines), repo
+        found = _CLONE_URL.search(match.group(2) + " ") if match is not None else None
+        if found is not None:
+            return f"{found.group(1)}/{found.group(2)}"
+    return None
 
 
 def _prompt(body: str) -> tuple[str, list[tuple[int, str]]]:
@@ -184,29 +178,15 @@ def migrate_text(text: str, *, source: str, output: str) -> Migration:
     key_comments: dict[str, str] = {}
     script = values.get("hooks.after_create")
     if isinstance(script, str):
-        unclone, repo = _unclone(script)
-        if unclone != script:
-            values["hooks.after_create"] = unclone
-            key_comments["hooks.after_create"] = (
-                "The runtime checks tracker.repo out before after_create runs (Symphony runs it\n"
-                "in an empty folder): the `git clone` is kept as a shell comment."
-            )
-            position = document.positions.get("hooks.after_create")
-            where = (
-                Location(source, position.line, position.column) if position else Location(source)
-            )
-            notes.append(
-                Problem(
-                    where,
-                    "hooks.after_create",
-                    "its `git clone` is kept as a shell comment: here the runtime checks "
-                    "tracker.repo out before the hook runs",
-                    Severity.WARNING,
-                )
-            )
-            if repo is not None and "tracker.repo" not in values:
-                values["tracker.repo"] = repo
-                key_comments["tracker.repo"] = "From the `git clone` of hooks.after_create."
+        repo = _cloned_repo(script)
+        if repo is not None and "tracker.repo" not in values:
+            values["tracker.repo"] = repo
+            key_comments["tracker.repo"] = "From the `git clone` of hooks.after_create."
+    if values.get("hooks.after_create_in_empty_dir") is True:
+        key_comments["hooks.after_create_in_empty_dir"] = (
+            "Symphony's order: after_create runs first, in the empty folder (its `git clone`\n"
+            "works as written); the runtime then checks the issue's branch out around it."
+        )
     for mapped in reading.mapped:
         if mapped.target in values and mapped.sources:
             named = [f"the {p}: section" if p in ("codex", "pi") else p for p in mapped.sources]

@@ -480,13 +480,15 @@ _GIT_CLONE = re.compile(r"^\s*(?:[^#\n]*(?:&&|;|\|\|)\s*)?git\s+clone\b", re.M)
 
 
 def _hooks(ctx: RuleContext) -> Iterator[Problem]:
-    script = ctx.policy.hooks.after_create
-    if script is not None and _GIT_CLONE.search(script):
+    hooks = ctx.policy.hooks
+    script = hooks.after_create
+    if script is not None and not hooks.after_create_in_empty_dir and _GIT_CLONE.search(script):
         yield ctx.warning(
             "hooks.after_create",
-            "runs `git clone`, but here after_create runs in the workspace after the runtime "
-            "has checked out tracker.repo into it (Symphony runs it in an empty folder): the "
-            "clone would fail or nest a second checkout; remove it and keep the setup steps",
+            "runs `git clone`, but after_create runs in the workspace after the runtime has "
+            "checked out tracker.repo into it: the clone would fail or nest a second checkout; "
+            "set hooks.after_create_in_empty_dir: true to run it first, in an empty folder, as "
+            "Symphony does, or remove the clone",
         )
 
 

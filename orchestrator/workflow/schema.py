@@ -240,6 +240,14 @@ class HooksSettings:
             doc="Before a workspace is removed; failure is logged and ignored.", shell_text=True
         ),
     )
+    after_create_in_empty_dir: bool = field(
+        default=False,
+        metadata=meta(
+            doc="Run `after_create` first, in the new workspace's empty folder, as Symphony "
+            "does (it may `git clone ... .`); the runtime then checks the issue's branch out "
+            "around what it made, with a `.git` of its own making."
+        ),
+    )
     timeout_ms: int = field(
         default=60_000,
         metadata=meta(doc="Time limit of each hook.", minimum=1_000, maximum=3_600_000),

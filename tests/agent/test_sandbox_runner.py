@@ -135,3 +135,21 @@ def test_hooks_run_in_the_same_sandbox(harness: Harness, sandbox: SandboxSetting
     assert result is not None and result.ok, result
     assert (workspace.path / "hook.txt").read_text() == "hidden\n"
     assert outside.read_text() == "original\n"
+
+
+def test_an_after_create_run_first_works_in_the_sandbox(
+    harness: Harness, sandbox: SandboxSettings
+) -> None:
+    # It runs in the staging folder under the workspace root, which the sandbox
+    # hides: that folder alone comes back, writable.
+    outside = harness.tmp / "outside.txt"
+    outside.write_text("original\n")
+    harness.hooks = HookSettings(
+        after_create=f"echo made > made.txt; echo changed > {outside} || true",
+        after_create_in_empty_dir=True,
+        sandbox=sandbox,
+    )
+    workspace = harness.workspace()
+    assert (workspace.path / "made.txt").read_text() == "made\n"
+    assert (workspace.path / "README.md").read_text() == "# widgets\n"
+    assert outside.read_text() == "original\n"

@@ -300,6 +300,49 @@ def test_after_create_runs_once_in_the_new_workspace(harness: Harness) -> None:
     assert (first.path / "created.txt").read_text() == f"{first.branch}\n"
 
 
+def test_after_create_in_an_empty_dir_runs_first_and_the_branch_goes_around_it(
+    harness: Harness,
+) -> None:
+    # Symphony's order: the hook sees an empty folder and may clone the repository
+    # there itself; the runtime's own checkout then fits around what it made.
+    harness.hooks = HookSettings(
+        after_create=(
+            'found="$(ls -A)"\n'
+            f"git clone --quiet {harness.origin} .\n"
+            'printf %s "$found" > "$ORCHESTRATOR_HOOK.listing"\n'
+            "git config core.hooksPath /nowhere\n"
+            "echo planted > README.md\n"
+            "mkdir -p deps && echo dep > deps/lib.txt\n"
+        ),
+        after_create_in_empty_dir=True,
+    )
+    workspace = harness.workspace()
+    assert (workspace.path / "after_create.listing").read_text() == ""
+    # The hook's files stay; tracked files have the branch's content.
+    assert (workspace.path / "deps" / "lib.txt").read_text() == "dep\n"
+    assert (workspace.path / "README.md").read_text() == "# widgets\n"
+    assert git(workspace.path, "symbolic-ref", "--short", "HEAD") == workspace.branch
+    # The .git is the runtime's: the hook's config did not survive.
+    assert "hooksPath" not in (workspace.path / ".git" / "config").read_text()
+    assert git(workspace.path, "remote", "get-url", "origin") == str(harness.origin)
+    assert workspace.result_dir.is_dir()
+    # Reuse does not run the hook again.
+    again = harness.workspace()
+    assert not again.created
+
+
+def test_after_create_in_an_empty_dir_that_fails_leaves_nothing_behind(harness: Harness) -> None:
+    harness.hooks = HookSettings(
+        after_create="touch half-made; exit 3", after_create_in_empty_dir=True
+    )
+    manager = harness.manager()
+    with pytest.raises(HookFailed):
+        manager.ensure(IssueRef("acme/widgets#7", 7, "x"), harness.source)
+    assert not manager.exists("acme/widgets#7")
+    staging = harness.root / ".staging"
+    assert not staging.exists() or not any(staging.iterdir())
+
+
 # --------------------------------------------------------------- credentials
 
 

@@ -230,11 +230,13 @@ def test_a_git_clone_in_after_create_is_a_warning() -> None:
     hook = "hooks:\n  after_create: |\n    git clone --depth 1 https://github.com/a/b .\n    make\n"
     result = check("---\ntracker:\n  repo: acme/widgets\n" + hook + "---\n")
     assert [str(p) for p in result.warnings] == [
-        "WORKFLOW.md:5:3: hooks.after_create: warning: runs `git clone`, but here after_create "
-        "runs in the workspace after the runtime has checked out tracker.repo into it (Symphony "
-        "runs it in an empty folder): the clone would fail or nest a second checkout; remove it "
-        "and keep the setup steps"
+        "WORKFLOW.md:5:3: hooks.after_create: warning: runs `git clone`, but after_create runs "
+        "in the workspace after the runtime has checked out tracker.repo into it: the clone "
+        "would fail or nest a second checkout; set hooks.after_create_in_empty_dir: true to run "
+        "it first, in an empty folder, as Symphony does, or remove the clone"
     ]
+    first = hook.replace("hooks:\n", "hooks:\n  after_create_in_empty_dir: true\n")
+    assert check("---\ntracker:\n  repo: acme/widgets\n" + first + "---\n").problems == ()
     commented = hook.replace("    git clone", "    # git clone")
     assert check("---\ntracker:\n  repo: acme/widgets\n" + commented + "---\n").problems == ()
 
@@ -293,7 +295,9 @@ def test_the_migration_comments_what_differs() -> None:
     )
     assert "  # From the `git clone` of hooks.after_create." in lines
     assert "  repo: openai/symphony" in lines
-    assert "    # git clone --depth 1 https://github.com/openai/symphony .  " in migration.text
+    # Symphony's order is kept: the hook's clone runs as written, in the empty folder.
+    assert "    git clone --depth 1 https://github.com/openai/symphony ." in lines
+    assert "  after_create_in_empty_dir: true" in lines
     assert "{% if attempt > 1 %}" in migration.text
     flagged = [n for n in migration.notes if n.key == "prompt"]
     assert flagged
