@@ -115,7 +115,7 @@ SETTLE_DEADLINE_S = 90.0
 STOP_WAIT_S = 30.0
 # The faults are over well before this (the last kill at 40 s, the outage by 30 s).
 FAULTS_DEADLINE_S = 120.0
-BRANCH = re.compile(r"issue-(\d+)$")
+BRANCH = re.compile(r"^orchestrator/(\d+)(?:-|$)")
 
 
 class Chaos:
