@@ -3,8 +3,10 @@
 ``python -m orchestrator.tracker.linear_bench [--issues N] [--quiet Q] [--changing C]``
 seeds N issues in active states (labelled ``agent``) in a fresh emulator's
 Linear workspace, then polls them with the product's `LinearTracker` as the
-daemon does each tick: the first (full) read, Q quiet polls, and C polls after
-1% of the issues were edited since the last one. The emulator's clock moves by
+daemon does each tick: the first (full) read, Q quiet polls, C polls after
+1% of the issues were edited since the last one, and (from 100 issues) the poll
+after a bulk edit of 100 issues in one second and Q quiet polls after it. The
+emulator's clock moves by
 the policy's default polling interval between cycles, so its leaky buckets
 refill as they would. For each kind it prints the requests and complexity
 points the emulator charged the key, their share of the documented hourly
