@@ -14,6 +14,7 @@ BENCHMARKS = (
     ("planner: plan() over 10,000 tracked issues", "orchestrator.domain.bench"),
     ("emulator: requests per second, simple and at 10,000 issues", "orchestrator.sim.bench"),
     ("GitHub budget: polling 200 pull requests", "orchestrator.github.bench"),
+    ("Linear budget: polling 1,000 issues", "orchestrator.tracker.linear_bench"),
     ("daemon: label to agent start, green + approval to merge", "orchestrator.runtime.bench"),
     ("replicas: takeover time, polling cost of 2 against 1", "orchestrator.runtime.cluster_bench"),
     ("store: the tick's reads over 10,000 tracked issues", "orchestrator.store.bench"),

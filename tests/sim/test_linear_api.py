@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from orchestrator.sim.control import ControlRequestError
 from orchestrator.tracker.linear_queries import DOCUMENTS
 from tests.sim.linear_world import ALICE_TOKEN, BOT_KEY, LinearWorld, running_linear
 
@@ -104,6 +105,32 @@ def test_pagination_walks_every_issue_once_newest_first(world: LinearWorld) -> N
         after = page["pageInfo"]["endCursor"]
     assert pages == 3
     assert seen == [f"ENG-{n}" for n in range(7, 0, -1)]
+
+
+def test_the_control_api_seeds_many_issues_in_one_call_after_checking_the_body(
+    world: LinearWorld,
+) -> None:
+    made = world.control.seed(
+        "ENG", 60, title="Task {issue}", state="In Progress", labels=["agent", "bug"]
+    )
+    assert made == [f"ENG-{n}" for n in range(3, 63)]
+    shown = world.control.issue("ENG-62")
+    assert shown["title"] == "Task 62"
+    assert shown["state"] == "In Progress"
+    assert shown["labels"] == ["agent", "bug"]
+    found = world.data(
+        ISSUE_PAGE, {"first": 100, "filter": {"state": {"name": {"eq": "In Progress"}}}}
+    )
+    assert len(found["issues"]["nodes"]) == 60
+    for body, named in (
+        ({"team": "ENG", "count": 0}, "count"),
+        ({"team": "ENG", "count": 2, "state": "Nowhere"}, "Nowhere"),
+        ({"team": "ENG", "count": 2, "labels": ["agent", "missing"]}, "missing"),
+        ({"team": "OPS", "count": 2}, "OPS"),
+    ):
+        with pytest.raises(ControlRequestError, match=named):
+            world.control.request("POST", "/seed", body)
+    assert world.control.summary()["issues"] == 62
 
 
 def test_updated_at_filter_returns_only_what_changed(world: LinearWorld) -> None:

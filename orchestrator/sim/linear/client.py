@@ -102,6 +102,15 @@ class LinearControl:
         )
         return result
 
+    def seed(self, team: str, count: int, **fields: Any) -> list[str]:
+        """Create ``count`` issues in ``team`` in one call; their identifiers, in order.
+
+        ``fields`` are those of `create_issue` (``title`` may hold ``{issue}``,
+        each one's number; ``state``, ``labels``, ``description`` ...).
+        """
+        answer = self.request("POST", "/seed", {"team": team, "count": count, **fields})
+        return [str(identifier) for identifier in answer["issues"]]
+
     def issue(self, ref: str) -> dict[str, Any]:
         result: dict[str, Any] = self.request("GET", f"/issues/{quote(ref)}")
         return result

@@ -3,8 +3,10 @@
 Tests, the demo and ``orchestrator sim linear`` use it to create users (with
 API keys), teams with workflow states, projects, labels and issues, to move an
 issue, label it, comment as someone, relate issues, set rate limits and read
-the counters. Like the GitHub control API it is never billed, needs no key,
-and answers errors as ``{"error": {"code", "message"}}``.
+the counters. ``POST /_control/linear/seed`` creates thousands of issues in
+one call, as the GitHub side's bulk seed does. Like the GitHub control API it
+is never billed, needs no key, and answers errors as
+``{"error": {"code", "message"}}``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from orchestrator.sim.linear.state import LinearInputError
 from orchestrator.sim.linear.world import LinearWorld
 
 PREFIX = "/_control/linear"
+# The most issues one seed call creates; ``{issue}`` in a seed's title is each one's number.
+MAX_SEED = 50_000
+SEED_NUMBER = "{issue}"
 ISSUE = PREFIX + "/issues/{ref}"
 
 Handler = Callable[[LinearWorld, dict[str, Any], dict[str, Any]], Any]
@@ -169,6 +174,50 @@ def create_issue(world: LinearWorld, params: dict[str, Any], data: dict[str, Any
     return issue_json(world, issue)
 
 
+def seed_issues(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]) -> Any:
+    """Create ``count`` issues in one team as ``create_issue`` would; their identifiers.
+
+    Everything the body names (team, state, labels, project, assignee) is
+    checked before the first issue is created.
+    """
+    state = world.state
+    count = field_value(data, "count", int, required=True)
+    if not 1 <= count <= MAX_SEED:
+        raise ControlError(f"count must be between 1 and {MAX_SEED}")
+    title = _text(data, "title") or "Issue {issue}"
+    if not title.strip():
+        raise ControlError("title must not be blank")
+    labels = field_value(data, "labels", list) or []
+    if not all(isinstance(name, str) and name.strip() for name in labels):
+        raise ControlError("labels must be a list of label names")
+    fields: dict[str, Any] = {
+        "description": _text(data, "description"),
+        "state": _text(data, "state"),
+        "priority": field_value(data, "priority", int) or 0,
+        "project": _text(data, "project"),
+        "labels": labels,
+        "assignee": _text(data, "assignee"),
+        "creator": _text(data, "creator"),
+    }
+    with state.lock:
+        team = state.team(_text(data, "team", required=True))
+        if fields["state"] is not None:
+            state.state_of(team, fields["state"])
+        for name in labels:
+            state.label(name, team.id)
+        if fields["project"] is not None:
+            state.project(fields["project"])
+        for who in (fields["assignee"], fields["creator"]):
+            if who is not None:
+                state.user(who)
+        first = team.last_number + 1
+        created = [
+            state.create_issue(team.key, title.replace(SEED_NUMBER, str(number)), **fields)
+            for number in range(first, first + count)
+        ]
+    return {"issues": [issue.identifier for issue in created]}
+
+
 def get_issue(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]) -> Any:
     return issue_json(world, world.state.issue(params["ref"]))
 
@@ -312,6 +361,7 @@ def linear_control_routes(world: LinearWorld) -> list[Route]:
         ("POST", PREFIX + "/projects", create_project),
         ("POST", PREFIX + "/labels", create_label),
         ("POST", PREFIX + "/issues", create_issue),
+        ("POST", PREFIX + "/seed", seed_issues),
         ("GET", ISSUE, get_issue),
         ("PUT", ISSUE + "/state", set_state),
         ("POST", ISSUE + "/labels", add_labels),
