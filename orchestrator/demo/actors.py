@@ -65,14 +65,17 @@ class CISimulator(threading.Thread):
                 for pr in client.get(f"/repos/{REPO}/pulls", params={"state": "open"}).json():
                     sha = pr["head"]["sha"]
                     if sha not in self._seen:
-                        self._seen.add(sha)
                         for name in CHECKS:
                             self.world.server.control.check_run(
                                 REPO, sha=sha, name=name, status="in_progress"
                             )
+                        # Seen once its checks are reported: an error before is retried.
+                        self._seen.add(sha)
                         pending.append((sha, int(pr["number"])))
-            except (httpx.HTTPError, OSError, ValueError) as exc:
-                log.warning("demo_ci_error", error=str(exc))
+            except Exception as exc:
+                # A scripted CI keeps going through any error (a busy database, a
+                # timeout): a thread that died would leave the demo waiting forever.
+                log.warning("demo_ci_error", error=f"{type(exc).__name__}: {exc}")
         client.close()
 
     def _finish(self, sha: str, pr_number: int) -> None:
@@ -157,8 +160,10 @@ class HumanReviewer(threading.Thread):
                         issue=issue_key(REPO, number),
                         label=self.approval_label,
                     )
-            except (httpx.HTTPError, OSError, ValueError) as exc:
-                log.warning("demo_human_error", error=str(exc))
+            except Exception as exc:
+                # The scripted person keeps going through any error (a locked SQLite
+                # database under load, a timeout): a dead thread stalls the demo.
+                log.warning("demo_human_error", error=f"{type(exc).__name__}: {exc}")
 
     def _labelled(self, number: int) -> bool:
         state = self.world.server.emulator.state

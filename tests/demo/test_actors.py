@@ -76,3 +76,27 @@ def test_ci_fails_one_pull_request_once_then_passes_and_human_approves(tmp_path:
         assert "merging" in labels and "orchestrator" in labels
     finally:
         world.stop()
+
+
+def test_the_human_keeps_going_through_an_error_of_the_database(tmp_path: Path) -> None:
+    # Under load the daemon's SQLite database may be busy when the scripted person
+    # asks which issues wait for it: one failed look must not end its thread.
+    world = start_world(tmp_path, {})
+    try:
+        first = world.issues[0]
+        calls = []
+
+        def waiting() -> list[int]:
+            calls.append(1)
+            if len(calls) < 3:
+                raise RuntimeError("database is locked")
+            return [first]
+
+        human = HumanReviewer(world, waiting=waiting, approval_label="merging", interval_s=0.05)
+        human.start()
+        _until(lambda: human.approved == [first])
+        human.stop_event.set()
+        human.join(5)
+        assert len(calls) >= 3
+    finally:
+        world.stop()
