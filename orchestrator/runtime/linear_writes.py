@@ -51,6 +51,9 @@ def with_linear_link(body: str, number: int, identifier: str, url: str) -> str:
     """``body`` naming the Linear issue: the default ``Work on #N`` names it, and the
     link is added once."""
     text = body.replace(f"Work on #{number}:", f"Work on {identifier}:", 1)
+    # ``Closes #N`` would name a GitHub issue of the same number: never the Linear one.
+    closing = f"Closes #{number}"
+    text = "\n".join(line for line in text.split("\n") if line.strip() != closing).rstrip()
     link = linear_link(identifier, url)
     return text if link in text else f"{text}\n\n{link}"
 
@@ -101,7 +104,15 @@ class LinearWrites(GitHubWrites):
     ) -> EffectResult:
         body = self._linked_body(_text(effect.payload, "body"), target)
         linked = replace(effect, payload=MappingProxyType({**effect.payload, "body": body}))
-        return super()._update_pr_body(linked, target, view)
+        # The pull request links the Linear issue; no ``Closes #N`` is added back.
+        policy = view.policy
+        unclosing = replace(
+            view,
+            workflow=replace(
+                view.workflow, policy=replace(policy, pr=replace(policy.pr, closes_issue=False))
+            ),
+        )
+        return super()._update_pr_body(linked, target, unclosing)
 
     # ---------------------------------------------------------------- issues
 

@@ -9,6 +9,11 @@ Linear identifier alongside (``identifier``). Nothing in the store, the records
 or the planner changes; only the tracker side (reads, kill-switch labels, the
 workpad comment, tracker state, closing, the pull request link) goes to Linear.
 
+Every issue in the tracked scope (team or project, required labels, active
+states) is the daemon's: with ``ownership_label`` it shows that label to the
+gates, so a Symphony workflow, which owns every active issue of its project,
+needs no extra label in Linear.
+
 A policy tracks one Linear team's numbers: when a project spans teams and two
 of its issues share a number, the first one seen keeps it and the other is left
 out (logged), never mixed up with it.
@@ -32,12 +37,16 @@ log = get_logger(__name__)
 class LinearIssues:
     """The Linear tracker seen through refs on the GitHub repository (module docstring)."""
 
-    def __init__(self, linear: LinearTracker, repo: str) -> None:
+    def __init__(
+        self, linear: LinearTracker, repo: str, *, ownership_label: str | None = None
+    ) -> None:
         if not repo:
             raise ValueError("tracker.repo: the Linear tracker needs the GitHub repository")
         self.linear = linear
         self.repo = repo
         self.settings: TrackerSettings = replace(linear.settings, repo=repo)
+        # Every issue in the tracked scope is the daemon's: it shows the ownership label.
+        self.ownership_label = ownership_label
         self._lock = threading.Lock()
         # GitHub-side number -> the Linear ref (team key, number) it stands for.
         self._teams: dict[int, IssueRef] = {}
@@ -95,7 +104,9 @@ class LinearIssues:
         ref = self._ours(issue)
         if ref is None:
             return None
-        return replace(self.linear.tracked(issue), ref=ref)
+        tracked = self.linear.tracked(issue)
+        labels = tracked.labels | {self.ownership_label} if self.ownership_label else tracked.labels
+        return replace(tracked, ref=ref, labels=labels)
 
     # ----------------------------------------------------------------- reads
 
