@@ -11,16 +11,28 @@ write for it, as on GitHub.
 
 from __future__ import annotations
 
+import json
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from ruamel.yaml import YAML
 
 from orchestrator.domain.workpad import is_workpad_comment
 from orchestrator.sim.linear.client import LinearControl
 from orchestrator.sim.testing import SimWorld
-from tests.e2e.harness import REPO_STOP_LABEL, STOP_LABEL, Flow, default_scenario, flow_for
+from tests.e2e.harness import (
+    REPO_STOP_LABEL,
+    SIM_AGENT,
+    STOP_LABEL,
+    Flow,
+    agent_home,
+    default_scenario,
+    flow_for,
+    write_scenario,
+)
 from tests.e2e.test_kill_switches import wait_until
 
 LINEAR_KEY = "lin_api_bot"
@@ -200,3 +212,85 @@ def test_the_repo_wide_stop_label_on_a_linear_issue_stops_every_write(
     flow.idle_ticks(4)
     assert linear.issue(identifier)["comments"] == []
     assert flow.pulls() == []
+
+
+# ------------------------------------------------------- Symphony's own file
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "symphony"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _symphony_policy(tmp: Path, world: SimWorld, linear: LinearControl, scenario: Path) -> Path:
+    """Symphony's elixir WORKFLOW.md as written, pointed at the emulators: the Linear and
+    GitHub addresses and keys, this machine's folders, and the scripted agent speaking
+    Codex's app-server protocol as ``codex.command``. Its hooks clone from the internet
+    and run mix; they are left out."""
+    text = (FIXTURE / "symphony-elixir.WORKFLOW.md").read_text(encoding="utf-8")
+    _, front, prompt = text.split("---\n", 2)
+    yaml = YAML(typ="safe")
+    document: dict[str, Any] = yaml.load(front)
+    document["tracker"].update(
+        {
+            "endpoint": linear.graphql_url,
+            "api_key": LINEAR_KEY,
+            "repo": world.repo,
+            "github_endpoint": "$E2E_ENDPOINT",
+            "token": "$E2E_TOKEN",
+        }
+    )
+    document.pop("hooks")
+    document["polling"]["interval_ms"] = 1000
+    document["workspace"]["root"] = str(tmp / "workspaces")
+    document["codex"]["command"] = (
+        f"{SIM_AGENT} --scenario {shlex.quote(str(scenario))} --protocol app-server"
+    )
+    document["agent"].update({"home": str(agent_home(tmp)), "env": {"PYTHONPATH": str(ROOT)}})
+    document.update(
+        {
+            "rollout": {"mode": "merge", "kill_switch_file": str(tmp / "STOP")},
+            "review": {"enabled": False},
+            "merge": {"mode": "auto", "require_human_approval": False},
+            "database": {"url": f"sqlite:///{tmp / 'orchestrator.db'}"},
+        }
+    )
+    path = tmp / "WORKFLOW.md"
+    path.write_text(f"---\n{json.dumps(document, indent=2)}\n---\n{prompt}", encoding="utf-8")
+    return path
+
+
+def test_symphonys_elixir_workflow_takes_a_linear_issue_to_a_merged_pull_request(
+    tmp_path: Path, world: SimWorld, linear: LinearControl
+) -> None:
+    slug = "symphony-0c79b11b75ea"
+    linear.create_project("Symphony", slug_id=slug)
+    scenario = write_scenario(tmp_path, default_scenario())
+    policy = _symphony_policy(tmp_path, world, linear, scenario)
+    world.control.protect(world.repo, "main", required_checks=["ci"], enforce_admins=True)
+    env = {"E2E_ENDPOINT": world.url, "E2E_TOKEN": world.bot.token}
+    issue = linear.create_issue(TEAM, "Add the feature", state="Todo", project=slug)
+    linear.create_issue(TEAM, "Another project's issue", state="Todo")
+    identifier = str(issue["identifier"])
+    number = int(identifier.rpartition("-")[2])
+    flow = Flow(world, tmp_path, policy, scenario, env)
+    flow.start()
+    try:
+        flow.run_to_phase(number, "waiting_for_checks")
+        pull = _pull_for(flow, identifier, number)
+        flow.check(pull["number"], "success")
+        flow.run_to_phase(number, "done")
+        row = flow.d.records.get(flow.ref(number))
+        assert row is not None
+        runs = flow.d.db.runs.for_issue(row.issue_id)
+        # Only the project's issue was taken.
+        assert flow.d.records.get(flow.ref(number + 1)) is None
+    finally:
+        flow.stop()
+
+    assert flow.pull(pull["number"])["merged"] is True
+    found = linear.issue(identifier)
+    assert found["state"] == "Done"
+    assert len(_workpads(linear, identifier)) == 1
+    assert [a["url"] for a in found["attachments"]] == [pull["html_url"]]
+    # The app-server preset ran the turn, with Symphony's prompt about the Linear ticket.
+    assert runs[0].session_id == f"sim-thread-{runs[0].run_id}"
+    assert f"You are working on a Linear ticket `{identifier}`" in (runs[0].prompt or "")
