@@ -114,6 +114,10 @@ class LinearWrites(GitHubWrites):
         )
         return super()._update_pr_body(linked, target, unclosing)
 
+    def _labelled(self, target: WriteTarget, pr_number: int) -> set[int]:
+        """Only the pull request: the number of a Linear issue names no GitHub issue."""
+        return {pr_number}
+
     # ---------------------------------------------------------------- issues
 
     def _upsert_workpad(
@@ -126,8 +130,11 @@ class LinearWrites(GitHubWrites):
         self, effect: SideEffect, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
         on = effect.payload.get("on_number")
-        if isinstance(on, int) and on > 0:
+        if isinstance(on, int) and on > 0 and on != target.number:
             return super()._set_labels(effect, target, view)  # a label on the pull request
+        if _names(effect.payload, "remove") and not _names(effect.payload, "add"):
+            # Taking a label off the Linear issue (a stale approval) is a person's to do.
+            return _ok(changed=0)
         by_label = {label: state for state, label in view.policy.tracker.state_labels.items()}
         states = [by_label[label] for label in _names(effect.payload, "add") if label in by_label]
         if not states:

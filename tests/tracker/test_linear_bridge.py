@@ -18,6 +18,7 @@ from orchestrator.github.accounting import Accounting
 from orchestrator.github.client import MemoryEtagCache
 from orchestrator.github.credentials import StaticToken
 from orchestrator.runtime.linear_writes import LinearWrites, linear_link, with_linear_link
+from orchestrator.runtime.recovery import IntentChecker
 from orchestrator.runtime.wiring import GitHubAccess, PolicyView, linear_tracker
 from orchestrator.runtime.writes import WriteTarget
 from orchestrator.tracker.base import TrackerSettings
@@ -65,16 +66,21 @@ def _bridge(view: PolicyView) -> LinearIssues:
     return LinearIssues(linear_tracker(view.policy), REPO)
 
 
-def _writes(view: PolicyView, bridge: LinearIssues) -> LinearWrites:
-    # The GitHub side is never reached by the issue-side effects written here.
-    github = GitHubAccess(
+def _github(bridge: LinearIssues) -> GitHubAccess:
+    # Nothing listens there: the issue-side effects tested here never reach GitHub.
+    return GitHubAccess(
         endpoint="http://127.0.0.1:9",
         credentials=StaticToken("ghs_unused"),
         credential_key=("token", "ghs_unused"),
         cache=MemoryEtagCache(),
         accounting=Accounting(),
         tracker=TrackerSettings(repo=REPO),
+        linear=bridge,
     )
+
+
+def _writes(view: PolicyView, bridge: LinearIssues) -> LinearWrites:
+    github = _github(bridge)
 
     def no_agents() -> object:
         raise AssertionError("no agent is needed for issue-side effects")
@@ -169,6 +175,13 @@ def test_issue_side_effects_land_on_linear_once(world: LinearWorld, tmp_path: Pa
         _effect(SideEffectKind.SET_LABELS, "other", add=("other",), remove=()), _target(), view
     )
     assert ignored.ok and world.control.issue("ENG-1")["labels"] == ["agent"]
+    # A label taken off the issue (a stale approval) is left to people on Linear.
+    withdrawn = writes.perform(
+        _effect(SideEffectKind.SET_LABELS, "stale", remove=("agent",), on_number=1),
+        _target(),
+        view,
+    )
+    assert withdrawn.ok and world.control.issue("ENG-1")["labels"] == ["agent"]
     closed = writes.perform(
         _effect(SideEffectKind.CLOSE_ISSUE, "merged:abc", reason="completed"), _target(), view
     )
@@ -193,3 +206,19 @@ def test_the_pull_request_body_links_the_linear_issue_once() -> None:
     body = with_linear_link("Work on #1: Fix the login page", 1, "ENG-1", url)
     assert body == f"Work on ENG-1: Fix the login page\n\n{linear_link('ENG-1', url)}"
     assert with_linear_link(body, 1, "ENG-1", url) == body
+
+
+def test_restart_recovery_leaves_linear_side_intents_to_be_planned_again(
+    world: LinearWorld, tmp_path: Path
+) -> None:
+    view = _view(world, tmp_path)
+    bridge = _bridge(view)
+    checker = IntentChecker(_github(bridge))
+    for effect in (
+        _effect(SideEffectKind.UPSERT_WORKPAD, "w", body=_workpad("x"), marker="m"),
+        _effect(SideEffectKind.POST_COMMENT, "c", body="Which page?"),
+        _effect(SideEffectKind.CLOSE_ISSUE, "merged:abc", reason="completed"),
+        _effect(SideEffectKind.SET_LABELS, "in-progress", add=("in-progress",), remove=()),
+    ):
+        # Unconfirmed, without asking GitHub about an issue it does not have.
+        assert checker.confirm(effect, None) is None
