@@ -467,9 +467,6 @@ class SnapshotBuilder:
     ) -> set[IssueRef]:
         """Look up the workpad of candidates the store does not know, as the budget allows;
         the ones left for later ticks are returned."""
-        if self.github.linear is not None:
-            # The workpad of a Linear issue is a Linear comment: not recovered from GitHub.
-            return set()
         unknown = [
             ref for ref in sorted(candidates) if ref not in rows and ref not in self._no_workpad
         ]
@@ -525,8 +522,6 @@ class SnapshotBuilder:
     ) -> set[IssueRef]:
         """Look up the workpad of the few candidates among ``only`` the store does not
         know (a new label); more than a handful is a catch-up, left to whole ticks."""
-        if self.github.linear is not None:
-            return set()
         unknown = [
             ref
             for ref in sorted(only)

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from orchestrator.domain.snapshot import IssueRef, TrackedIssue
+from orchestrator.domain.workpad import is_workpad_comment
 from orchestrator.logs import get_logger
 from orchestrator.tracker import linear_queries as q
 from orchestrator.tracker.base import TrackerSettings
@@ -159,6 +160,23 @@ class LinearIssues:
     def upsert_workpad(self, ref: IssueRef, body: str) -> WorkpadComment:
         """Write the workpad comment (found before one is created)."""
         return self.linear.upsert_workpad(self.linear_ref(ref), body)
+
+    def own_workpads(self, ref: IssueRef) -> list[WorkpadComment]:
+        """Every workpad comment the API key's user wrote on the issue, oldest first (more
+        than one is for a person to sort out). Linear lets only a comment's author edit it,
+        so their text is the bot's own."""
+        issue = self.issue(ref)
+        viewer = self.linear.viewer_id()
+        found: list[WorkpadComment] = []
+        for page in self.linear.client.pages(
+            "IssueComments", q.ISSUE_COMMENTS, {"id": issue.id}, ("issue", "comments")
+        ):
+            for node in page:
+                body = str(node.get("body") or "")
+                if (node.get("user") or {}).get("id") == viewer and is_workpad_comment(body):
+                    found.append(WorkpadComment(str(node["id"]), body))
+        # Pages come newest first.
+        return list(reversed(found))
 
     def upsert_comment(self, ref: IssueRef, marker: str, body: str) -> str:
         """Write a comment of the bot's found by its hidden ``marker`` (once per marker); its id."""

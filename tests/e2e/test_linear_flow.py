@@ -117,6 +117,34 @@ def test_a_linear_issue_ends_done_with_one_workpad_and_one_pr_attachment(
     assert not [c for c in flow.comments(pull["number"]) if is_workpad_comment(c["body"])]
 
 
+def test_a_lost_database_is_rebuilt_from_the_linear_workpad(
+    flow: Flow, linear: LinearControl
+) -> None:
+    issue = linear.create_issue(TEAM, "Add the feature", state="Todo")
+    identifier = str(issue["identifier"])
+    number = int(identifier.rpartition("-")[2])
+    flow.run_to_phase(number, "waiting_for_checks")
+    pull = _pull_for(flow, identifier, number)
+
+    flow.wipe_database()
+    flow.step()
+    record = flow.record(number)
+    assert record is not None and record.phase.value == "waiting_for_checks"
+    assert record.workpad.pr is not None and record.workpad.pr.number == pull["number"]
+
+    flow.check(pull["number"], "success")
+    flow.run_to_phase(number, "done")
+    found = linear.issue(identifier)
+    assert found["state"] == "Done"
+    assert len(_workpads(linear, identifier)) == 1
+    assert [a["url"] for a in found["attachments"]] == [pull["html_url"]]
+    assert len(flow.pulls()) == 1
+    # No agent turn ran again after the loss: the recovered phase went on from there.
+    row = flow.d.records.get(flow.ref(number))
+    assert row is not None
+    assert flow.d.db.runs.for_issue(row.issue_id) == []
+
+
 def test_the_stop_label_on_the_linear_issue_keeps_it_untouched_until_taken_off(
     flow: Flow, linear: LinearControl
 ) -> None:
