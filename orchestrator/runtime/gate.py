@@ -214,11 +214,9 @@ class SideEffectGate:
 
     def _repo_stopped(self, repo: str, view: PolicyView) -> bool:
         linear = self.github.linear
-        if linear is not None:
-            # Linear's open issues are polled now: the repo-wide stop label there stops too.
-            linear.linear.poll()
-            if linear.repo_stopped():
-                return True
+        # Linear's open issues are polled now: the repo-wide stop label there stops too.
+        if linear is not None and linear.repo_stopped_now():
+            return True
         items = self.github.client.paginate(
             f"/repos/{repo}/issues",
             params={"state": "open", "labels": view.flow.repo_kill_switch_label},

@@ -34,6 +34,7 @@ from orchestrator.github.client import EtagCache, GitHubClient
 from orchestrator.github.credentials import AppInstallationTokens, StaticToken, TokenProvider
 from orchestrator.github.errors import GitHubError
 from orchestrator.github.gateway import GitHubGateway
+from orchestrator.github.issue_feed import IssueFeed
 from orchestrator.github.prstate import PRStatePoller
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.runtime.containment import (
@@ -52,9 +53,6 @@ from orchestrator.tracker.linear_client import LinearClient
 from orchestrator.workflow import Workflow, flow_policy
 from orchestrator.workflow.app_key import AppKeyError, is_inline_pem, read_private_key
 from orchestrator.workflow.schema import Policy, TrackerAuth, TrackerKind
-
-# With kind linear, the required label of GitHub's issues: none carries it, none is a candidate.
-LINEAR_ONLY_LABEL = "\x00linear"
 
 
 class WiringError(Exception):
@@ -165,11 +163,8 @@ def tracker_settings(policy: Policy, flow: FlowPolicy) -> TrackerSettings:
     """The tracker's settings; candidates must also carry the ownership label."""
     tracker = policy.tracker
     if is_linear(policy):
-        # GitHub's issues are no candidates: the feed keeps the pull requests' labels and
-        # the repository's stop label only (a required label no issue carries).
-        return TrackerSettings(
-            repo=policy_repo(policy), required_labels=frozenset({LINEAR_ONLY_LABEL})
-        )
+        # GitHub's side: the repository only (its issues are no candidates).
+        return TrackerSettings(repo=policy_repo(policy))
     return TrackerSettings(
         repo=policy_repo(policy),
         required_labels=frozenset(tracker.required_labels) | {flow.ownership_label},
@@ -401,7 +396,13 @@ class GitHubAccess:
         self._login: str | None = None
         self._login_lock = threading.Lock()
         # One incremental view of the repository's issues, shared by every thread's tracker.
-        self.feed = issue_feed(tracker)
+        # With Linear it keeps the carriers of the watched labels alone (the pull requests'
+        # labels, the repository's stop label): GitHub's issues are no candidates.
+        self.feed = (
+            IssueFeed(tracker.repo, required_labels=frozenset(), candidates=False)
+            if linear is not None
+            else issue_feed(tracker)
+        )
         # With kind linear: the issues, their stop labels and the issue-side writes.
         self.linear = linear
 

@@ -148,7 +148,12 @@ class LinearIssues:
         return issue.labels
 
     def repo_stopped(self) -> bool:
-        """Whether an open issue in the scope carries the repo-wide stop label."""
+        """Whether an open issue in the scope carries the repo-wide stop label (as last polled)."""
+        return self.linear.repo_stopped()
+
+    def repo_stopped_now(self) -> bool:
+        """The same, polled now (right before a write)."""
+        self.linear.poll()
         return self.linear.repo_stopped()
 
     # ---------------------------------------------------------------- writes
