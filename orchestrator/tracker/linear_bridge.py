@@ -79,14 +79,18 @@ class LinearIssues:
             raise ValueError(f"{ref.repo}#{ref.number} is not an issue of {self.repo}")
         with self._lock:
             found = self._teams.get(ref.number)
+        if found is not None:
+            return found
+        team = self.linear.scope.team_key
+        if team:
+            return IssueRef(team, ref.number)
+        # A project's issue not read since the start: its team is found by its number.
+        for read in self.linear.read_numbers([ref.number]):
+            self._ours(self.linear.issue(read))
+        with self._lock:
+            found = self._teams.get(ref.number)
         if found is None:
-            team = self.linear.scope.team_key
-            if not team:
-                raise ValueError(
-                    f"issue {ref.number}: not read from Linear yet and tracker.team_key "
-                    "is not set to name it"
-                )
-            found = IssueRef(team, ref.number)
+            raise ValueError(f"issue {ref.number}: not found in the Linear scope")
         return found
 
     def issue(self, ref: IssueRef) -> LinearIssue:
@@ -123,7 +127,12 @@ class LinearIssues:
 
     def refresh_by_ids(self, refs: Iterable[IssueRef]) -> dict[IssueRef, TrackedIssue]:
         """These issues as last read (closed ones too); ones Linear does not have are left out."""
-        wanted = {self.linear_ref(ref): ref for ref in refs}
+        wanted: dict[IssueRef, IssueRef] = {}
+        for ref in refs:
+            try:
+                wanted[self.linear_ref(ref)] = ref
+            except ValueError:
+                log.warning("linear_issue_missing", issue=f"{ref.repo}#{ref.number}")
         found: dict[IssueRef, TrackedIssue] = {}
         for linear_ref in self.linear.refresh_by_ids(wanted):
             mine = self._tracked(self.linear.issue(linear_ref))

@@ -7,6 +7,7 @@ The workspace is `tests.sim.linear_world` (team ENG, ENG-1 and ENG-2 labelled
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from orchestrator.runtime.recovery import IntentChecker
 from orchestrator.runtime.wiring import GitHubAccess, PolicyView, linear_tracker
 from orchestrator.runtime.writes import WriteTarget
 from orchestrator.tracker.base import TrackerSettings
+from orchestrator.tracker.linear import LinearTracker
 from orchestrator.tracker.linear_bridge import LinearIssues
 from orchestrator.workflow import flow_policy
 from orchestrator.workflow.loader import load_workflow
@@ -222,3 +224,23 @@ def test_restart_recovery_leaves_linear_side_intents_to_be_planned_again(
     ):
         # Unconfirmed, without asking GitHub about an issue it does not have.
         assert checker.confirm(effect, None) is None
+
+
+def test_a_project_issue_not_read_since_the_start_is_found_by_its_number(
+    world: LinearWorld, tmp_path: Path
+) -> None:
+    view = _view(world, tmp_path)
+    tracker = linear_tracker(view.policy)
+    project = replace(tracker.scope, team_key=None, project_slug="website-1a2b")
+    bridge = LinearIssues(
+        LinearTracker(tracker.client, tracker.settings, project), REPO, ownership_label="mine"
+    )
+    # After a restart the store still tracks ENG-1, which has left the active states.
+    world.control.set_state("ENG-1", "Backlog")
+    world.clock.advance(30)
+    assert bridge.fetch_candidates() == []  # ENG-2 is in no project
+    refreshed = bridge.refresh_by_ids([ISSUE_1, IssueRef(REPO, 99)])
+    assert list(refreshed) == [ISSUE_1]
+    assert refreshed[ISSUE_1].tracker_state == "Backlog"
+    assert refreshed[ISSUE_1].labels == {"agent", "mine"}
+    assert bridge.identifier(ISSUE_1) == "ENG-1"
