@@ -104,9 +104,13 @@ class IssueFeed:
         required_labels: frozenset[str],
         overlap_s: float = DEFAULT_OVERLAP_S,
         monotonic: Callable[[], float] = time.monotonic,
+        candidates: bool = True,
     ) -> None:
         self.repo = repo
         self.required_labels = required_labels
+        # Whether the repository's issues are the candidates (not when they come from another
+        # tracker: then the feed keeps the carriers of the watched labels alone).
+        self.has_candidates = candidates
         self.overlap_s = overlap_s
         self._monotonic = monotonic
         self._lock = threading.Lock()
@@ -217,6 +221,8 @@ class IssueFeed:
 
     def candidates(self) -> list[FeedItem]:
         """Open issues (not pull requests) carrying every required label, oldest first."""
+        if not self.has_candidates:
+            return []
         with self._lock:
             found = [
                 item
@@ -293,7 +299,8 @@ class IssueFeed:
         params: dict[str, Any] = {"state": "open", "sort": "created", "direction": "asc"}
         if self.required_labels:
             params["labels"] = ",".join(sorted(self.required_labels))
-        lists = [params] + [{"state": "open", "labels": label} for label in sorted(watched)]
+        lists = [params] if self.has_candidates else []
+        lists += [{"state": "open", "labels": label} for label in sorted(watched)]
         for list_params in lists:
             for data in self._pages(client, list_params, conditional=True):
                 requests += 1
@@ -409,7 +416,7 @@ class IssueFeed:
             return True
         if not item.is_open:
             return False
-        if not item.is_pull_request and self.required_labels <= item.labels:
+        if self.has_candidates and not item.is_pull_request and self.required_labels <= item.labels:
             return True
         return bool(item.labels & self._watched)
 

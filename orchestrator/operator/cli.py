@@ -267,24 +267,20 @@ def pr() -> None:
 def _gateway(workflow: str | None) -> Any:
     from orchestrator.github.client import GitHubClient
     from orchestrator.github.gateway import GitHubGateway
-    from orchestrator.runtime.wiring import WiringError, policy_credentials
+    from orchestrator.runtime.wiring import WiringError, github_endpoint, policy_credentials
     from orchestrator.workflow import PolicyError, load_workflow
-    from orchestrator.workflow.schema import TrackerKind
 
     path = Path(resolve("workflow", workflow))
     try:
         policy = load_workflow(path).policy
     except (PolicyError, OSError) as exc:
         raise click.ClickException(f"cannot load {path}: {exc}") from exc
-    if policy.tracker.kind is TrackerKind.LINEAR:
-        raise click.ClickException(
-            f"{path}: tracker.kind: the Linear tracker is not available in this release"
-        )
     try:
         credentials = policy_credentials(policy)
     except WiringError as exc:
         raise click.ClickException(f"{path}: {exc}") from exc
-    return GitHubGateway(GitHubClient(policy.tracker.endpoint, credentials))
+    # With kind linear the pull requests are still GitHub's: tracker.github_endpoint.
+    return GitHubGateway(GitHubClient(github_endpoint(policy), credentials))
 
 
 @pr.command("checks")

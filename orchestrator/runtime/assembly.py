@@ -25,6 +25,7 @@ from orchestrator.runtime.executor import Executor
 from orchestrator.runtime.gate import SideEffectGate
 from orchestrator.runtime.gather import SnapshotBuilder
 from orchestrator.runtime.instance_lock import InstanceLock
+from orchestrator.runtime.linear_writes import LinearWrites
 from orchestrator.runtime.records import RecordStore
 from orchestrator.runtime.switches import SwitchBoard
 from orchestrator.runtime.tick import Tick
@@ -34,6 +35,8 @@ from orchestrator.runtime.wiring import (
     GitHubAccess,
     PolicyView,
     credential_key,
+    github_endpoint,
+    linear_issues,
     tracker_settings,
 )
 from orchestrator.runtime.workers import WorkerPool
@@ -133,16 +136,21 @@ def build_parts(
     """The GitHub access and everything a tick and a turn use, for ``view``'s policy."""
     policy = view.policy
     github = GitHubAccess(
-        endpoint=policy.tracker.endpoint,
+        endpoint=github_endpoint(policy),
         credentials=credentials,
         credential_key=credential_key(policy),
         cache=shared.db.http_cache,
         accounting=shared.accounting,
         tracker=tracker_settings(policy, view.flow),
         retry=retry,
+        linear=linear_issues(policy, view.flow, shared.accounting) if view.linear else None,
     )
     builder = SnapshotBuilder(github, shared.records, shared.switches)
-    writes = GitHubWrites(github, agents, repo_source)
+    writes = (
+        LinearWrites(github, github.linear, agents, repo_source)
+        if github.linear is not None
+        else GitHubWrites(github, agents, repo_source)
+    )
     gate = SideEffectGate(
         db=shared.db,
         records=shared.records,
@@ -186,7 +194,7 @@ def preflight(github: GitHubAccess, view: PolicyView) -> RepoSource | None:
         data = github.client.request("GET", f"/repos/{view.repo}").data
     except (GitHubError, RateLimited) as error:
         if view.policy.rollout.preflight_required:
-            endpoint = redact_text(view.policy.tracker.endpoint)
+            endpoint = redact_text(github_endpoint(view.policy))
             raise AssemblyError(
                 f"preflight: cannot read {view.repo} at {endpoint} with the tracker's "
                 f"credential: {error}"
@@ -205,7 +213,7 @@ def guess_clone_url(view: PolicyView) -> str:
 
 def web_base(view: PolicyView) -> str:
     """Where GitHub's web pages are, for the dashboard's links and clone URLs."""
-    endpoint = view.policy.tracker.endpoint.rstrip("/")
+    endpoint = github_endpoint(view.policy).rstrip("/")
     if endpoint == "https://api.github.com":
         return "https://github.com"
     if endpoint.endswith("/api/v3"):

@@ -190,14 +190,19 @@ def _human_replies(
     client: GitHubClient,
     *,
     repo: str,
-    number: int,
+    number: int | None,
     pr_number: int | None,
     since: datetime,
     self_login: str,
     act_on: ReviewActOn,
     actor: ActorLookup | None,
 ) -> list[dict[str, Any]]:
-    items = list(client.paginate(f"/repos/{repo}/issues/{number}/comments", conditional=True))
+    # No issue number: the issue is not GitHub's (Linear), only its pull request is.
+    items = (
+        list(client.paginate(f"/repos/{repo}/issues/{number}/comments", conditional=True))
+        if number is not None
+        else []
+    )
     if pr_number is not None and pr_number != number:
         # The pull request's conversation is where reviewers usually answer.
         items += client.paginate(f"/repos/{repo}/issues/{pr_number}/comments", conditional=True)
@@ -273,7 +278,7 @@ def turn_context(
     *,
     client: GitHubClient,
     repo: str,
-    number: int,
+    number: int | None,
     phase: Phase,
     record: StoredRecord,
     pr: PullRequest | None,
@@ -285,6 +290,8 @@ def turn_context(
 
     ``actor`` tells the permission of the authors of issue and pull request
     comments; without it their replies are untrusted under ``review.act_on: writers``.
+    ``number`` is None for an issue that is not GitHub's (Linear): only its pull
+    request's conversation is read.
     """
     since = (
         record.last_outcome.finished_at if record.last_outcome is not None else record.phase_since

@@ -75,6 +75,7 @@ from orchestrator.runtime.wiring import (
     agent_wiring_key,
     build_agent_wiring,
     credential_key,
+    github_endpoint,
     policy_credentials,
     tracker_settings,
 )
@@ -546,7 +547,7 @@ class Daemon:
         self.view = view
         self.switches.kill_switch_file = view.kill_switch_file
         self.pool.resize(workflow.policy.agent.max_concurrent_agents)
-        if not self.parts.github.same_as(workflow.policy.tracker.endpoint, key, tracker):
+        if not self.parts.github.same_as(github_endpoint(workflow.policy), key, tracker):
             try:
                 credentials = policy_credentials(workflow.policy)
             except WiringError as error:

@@ -39,6 +39,7 @@ from orchestrator.runtime.writes import GitHubWrites, WriteTarget, payload_json
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence, FenceLost
 from orchestrator.store.models import SideEffectStatus
+from orchestrator.tracker.linear_client import LinearError
 from orchestrator.workflow import effective_rollout_mode
 
 log = get_logger(__name__)
@@ -110,7 +111,7 @@ class SideEffectGate:
         # (a) kill switches, right now.
         try:
             stop = self._kill_switch(effect, view, row)
-        except GitHubError as error:
+        except (GitHubError, LinearError) as error:
             reason = f"could not re-check the kill switch labels: {error}"
             log.warning("side_effect_unchecked", **_fields(effect), error=reason)
             return GateOutcome(Verdict.FAILED, row, reason=reason)
@@ -212,6 +213,10 @@ class SideEffectGate:
         return None
 
     def _repo_stopped(self, repo: str, view: PolicyView) -> bool:
+        linear = self.github.linear
+        # Linear's open issues are polled now: the repo-wide stop label there stops too.
+        if linear is not None and linear.repo_stopped_now():
+            return True
         items = self.github.client.paginate(
             f"/repos/{repo}/issues",
             params={"state": "open", "labels": view.flow.repo_kill_switch_label},
@@ -222,7 +227,11 @@ class SideEffectGate:
     def _read_labels(self, effect: SideEffect, row: RecordRow | None) -> IssueLabels:
         ref = effect.issue
         read_at = time.monotonic()
-        issue = self._labels_of(ref.repo, ref.number)
+        linear = self.github.linear
+        # The issue's labels are Linear's with kind linear, read now; the PR's GitHub's.
+        issue = (
+            linear.read_labels(ref) if linear is not None else self._labels_of(ref.repo, ref.number)
+        )
         pr_ref = row.record.workpad.pr if row is not None else None
         pr = self._labels_of(ref.repo, pr_ref.number) if pr_ref is not None else frozenset()
         self.switches.note_issue(ref, issue, pr, read_at=read_at)

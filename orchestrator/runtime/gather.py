@@ -108,8 +108,8 @@ class SnapshotBuilder:
         github = self.github
         repo = view.repo
         github.feed.watch(self._watched_labels(view))
-        candidates = {issue.ref for issue in github.tracker.fetch_candidates()}
-        moved = github.feed.changes()
+        candidates = {issue.ref for issue in self._candidates()}
+        moved = github.feed.changes() | self._linear_changes()
         self._moved |= moved
         if not moved:
             return frozenset()
@@ -147,7 +147,7 @@ class SnapshotBuilder:
         # Labels are as fresh as the first read that brought them, not as the moment noted.
         read_at = time.monotonic()
         github.feed.watch(self._watched_labels(view))
-        candidates = {issue.ref: issue for issue in github.tracker.fetch_candidates()}
+        candidates = {issue.ref: issue for issue in self._candidates()}
         rows = self.records.load(repo)
         # Catching up and the sweep each get their share of the interval from when they start:
         # the rest of a large tick must not leave the sweep one batch per tick.
@@ -168,10 +168,14 @@ class SnapshotBuilder:
 
         carriers = {label: github.feed.carriers(label) for label in self._watched_labels(view)}
         repo_stop = view.flow.repo_kill_switch_label
-        stopped = bool(carriers.get(repo_stop))
+        # With Linear, an open Linear issue with the repo-wide stop label stops it too.
+        stopped = bool(carriers.get(repo_stop)) or (
+            github.linear is not None and github.linear.repo_stopped()
+        )
         self.switches.note_repo(repo, stopped, read_at=read_at)
         if only is None:
-            moved, self._moved = self._moved | github.feed.changes(), set()
+            moved = self._moved | github.feed.changes() | self._linear_changes()
+            self._moved = set()
             prs, unread = self._pull_requests(
                 view, issues, live, carriers, moved=moved, budget_s=budget_s, now=now
             )
@@ -204,6 +208,19 @@ class SnapshotBuilder:
             self_login=github.login,
         )
         return Gathered(snapshot=snapshot, rows=rows)
+
+    # ---------------------------------------------------------------- issues
+
+    def _candidates(self) -> list[TrackedIssue]:
+        """The tracker's candidates; with Linear, the repository's feed is brought up to date
+        too (it holds the pull requests' labels and the repository's stop label)."""
+        self.github.refresh_feed()
+        return self.github.tracker.fetch_candidates()
+
+    def _linear_changes(self) -> set[int]:
+        """The Linear issues that moved since the last call (none without Linear)."""
+        linear = self.github.linear
+        return linear.changes() if linear is not None else set()
 
     # ---------------------------------------------------------------- labels
 
@@ -390,6 +407,10 @@ class SnapshotBuilder:
         pr: PullRequest | None,
         row: RecordRow | None,
     ) -> TrackedIssue:
+        if self.github.linear is not None:
+            # A Linear issue's labels carry no GitHub label events, and its replies are
+            # Linear comments: approval comes from the pull request's review there.
+            return issue
         events = self._label_events(view, issue.ref.number, issue.labels)
         comments: tuple[IssueComment, ...] = ()
         record = row.record if row is not None else None

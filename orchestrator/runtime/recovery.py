@@ -59,6 +59,18 @@ def _ok(**data: str | int | None) -> EffectResult:
     return EffectResult(ok=True, data=MappingProxyType(dict(data)))
 
 
+def _on_the_issue(effect: SideEffect) -> bool:
+    """Whether the effect writes to the issue itself (not its branch or pull request)."""
+    if effect.kind is SideEffectKind.SET_LABELS:
+        on = effect.payload.get("on_number")
+        return not (isinstance(on, int) and on > 0 and on != effect.issue.number)
+    return effect.kind in (
+        SideEffectKind.UPSERT_WORKPAD,
+        SideEffectKind.POST_COMMENT,
+        SideEffectKind.CLOSE_ISSUE,
+    )
+
+
 class IntentChecker:
     """Finds out on GitHub whether one recorded intent took effect."""
 
@@ -78,6 +90,10 @@ class IntentChecker:
             SideEffectKind.SET_LABELS: self._labels,
             SideEffectKind.UPDATE_PR_BODY: self._pr_body,
         }
+        if self.github.linear is not None and _on_the_issue(effect):
+            # A Linear issue's side (workpad, comment, state, Done) is not GitHub's to show:
+            # left unconfirmed, it is planned again, and its writes find before they create.
+            return None
         check = checks.get(effect.kind)
         return check(effect, pr_number) if check is not None else None
 

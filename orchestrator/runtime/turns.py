@@ -55,6 +55,7 @@ from orchestrator.domain.planner import plan
 from orchestrator.domain.record_updates import record_outcome
 from orchestrator.domain.snapshot import (
     AgentOutcome,
+    IssueRef,
     IssueSnapshot,
     KillSwitches,
     OutcomeKind,
@@ -363,16 +364,33 @@ class TurnRunner:
             sync_to_head(job.agents.workspaces, workspace, job.source, job.pr.head_sha, discard)
         return workspace
 
+    def _issue_data(self, ref: IssueRef) -> tuple[dict[str, Any], str]:
+        """The issue's facts for the prompt, as GitHub names them, and its identifier:
+        GitHub's issue, or the Linear issue behind the ref (kind linear)."""
+        linear = self.github.linear
+        if linear is None:
+            data = self.github.client.request(
+                "GET", f"/repos/{ref.repo}/issues/{ref.number}", conditional=True
+            ).data
+            return dict(data or {}), f"{ref.repo}#{ref.number}"
+        issue = linear.issue(ref)
+        return {
+            "title": issue.title,
+            "body": issue.description,
+            "html_url": issue.url,
+            "node_id": issue.id,
+            "created_at": issue.created_at.isoformat(),
+            "updated_at": issue.updated_at,
+        }, issue.identifier
+
     def _prompt(self, job: TurnJob, workspace: Workspace) -> str:
         ref = job.dispatch.issue
         client = self.github.client
-        data = client.request(
-            "GET", f"/repos/{ref.repo}/issues/{ref.number}", conditional=True
-        ).data
+        data, identifier = self._issue_data(ref)
         context = turn_context(
             client=client,
             repo=ref.repo,
-            number=ref.number,
+            number=ref.number if self.github.linear is None else None,
             phase=job.dispatch.phase,
             record=job.record,
             pr=job.pr,
@@ -396,7 +414,7 @@ class TurnRunner:
         )
         issue = PromptIssue(
             number=ref.number,
-            identifier=f"{ref.repo}#{ref.number}",
+            identifier=identifier,
             title=str((data or {}).get("title") or job.title),
             body=str((data or {}).get("body") or ""),
             url=str((data or {}).get("html_url") or ""),

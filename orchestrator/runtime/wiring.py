@@ -34,6 +34,7 @@ from orchestrator.github.client import EtagCache, GitHubClient
 from orchestrator.github.credentials import AppInstallationTokens, StaticToken, TokenProvider
 from orchestrator.github.errors import GitHubError
 from orchestrator.github.gateway import GitHubGateway
+from orchestrator.github.issue_feed import IssueFeed
 from orchestrator.github.prstate import PRStatePoller
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.runtime.containment import (
@@ -47,6 +48,7 @@ from orchestrator.runtime.containment import (
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.github_issues import GitHubIssuesTracker, issue_feed
 from orchestrator.tracker.linear import LinearScope, LinearTracker
+from orchestrator.tracker.linear_bridge import LinearIssues
 from orchestrator.tracker.linear_client import LinearClient
 from orchestrator.workflow import Workflow, flow_policy
 from orchestrator.workflow.app_key import AppKeyError, is_inline_pem, read_private_key
@@ -61,10 +63,11 @@ def policy_repo(policy: Policy) -> str:
     """The repository the daemon works on."""
     repo = policy.tracker.repo
     if policy.tracker.kind is TrackerKind.LINEAR:
-        raise WiringError(
-            "tracker.kind: the Linear tracker is not available in this release "
-            "(orchestrator validate accepts the policy; the daemon runs with kind github)"
-        )
+        if not repo:
+            raise WiringError(
+                "tracker.repo: kind linear needs the GitHub repository the pull requests go to"
+            )
+        return repo
     if policy.tracker.kind is not TrackerKind.GITHUB or not repo:
         raise WiringError(
             "tracker.kind: the daemon needs a github tracker with tracker.repo set "
@@ -73,12 +76,38 @@ def policy_repo(policy: Policy) -> str:
     return repo
 
 
+def github_endpoint(policy: Policy) -> str:
+    """Where the GitHub API of ``tracker.repo`` is: ``tracker.endpoint`` names Linear's for
+    kind linear, and ``tracker.github_endpoint`` GitHub's."""
+    tracker = policy.tracker
+    return tracker.github_endpoint if tracker.kind is TrackerKind.LINEAR else tracker.endpoint
+
+
+def is_linear(policy: Policy) -> bool:
+    """Whether the policy's issues live in Linear (the code and pull requests on GitHub)."""
+    return policy.tracker.kind is TrackerKind.LINEAR
+
+
 def credential_key(policy: Policy) -> tuple[object, ...]:
     """What the daemon's GitHub credential is made of: a change builds a new one."""
     tracker = policy.tracker
+    # With kind linear, Linear's side too: a change of key or scope builds the access anew.
+    linear: tuple[object, ...] = (
+        (
+            tracker.endpoint,
+            tracker.api_key,
+            tracker.team_key,
+            tracker.project_slug,
+            tracker.required_labels,
+            tracker.active_states,
+            tracker.terminal_states,
+        )
+        if is_linear(policy)
+        else ()
+    )
     if tracker.auth is TrackerAuth.APP:
-        return ("app", tracker.app_id, tracker.private_key_file, tracker.installation_id)
-    return ("token", tracker.token)
+        return ("app", tracker.app_id, tracker.private_key_file, tracker.installation_id, *linear)
+    return ("token", tracker.token, *linear)
 
 
 def policy_credentials(policy: Policy) -> TokenProvider:
@@ -96,7 +125,7 @@ def policy_credentials(policy: Policy) -> TokenProvider:
         except AppKeyError as error:
             raise WiringError(f"tracker.private_key_file: {error}") from None
         return AppInstallationTokens(
-            endpoint=tracker.endpoint,
+            endpoint=github_endpoint(policy),
             app_id=tracker.app_id,
             private_key=private_key,
             repo=policy_repo(policy),
@@ -109,10 +138,17 @@ def policy_credentials(policy: Policy) -> TokenProvider:
 
 def agent_secrets(policy: Policy) -> list[str | None]:
     """Values no agent environment variable may carry: the daemon's GitHub credential
-    (the token, or the App's key when a `$VAR` holds it) and its API tokens."""
+    (the token, or the App's key when a `$VAR` holds it), its Linear key and its API tokens."""
     key = policy.tracker.private_key_file
     inline_key = key if key and is_inline_pem(key) else None
-    return [policy.tracker.token, inline_key, policy.server.token, policy.server.metrics_token]
+    linear_key = policy.tracker.api_key if is_linear(policy) else None
+    return [
+        policy.tracker.token,
+        inline_key,
+        linear_key,
+        policy.server.token,
+        policy.server.metrics_token,
+    ]
 
 
 def key_folder(policy: Policy) -> Path | None:
@@ -126,6 +162,9 @@ def key_folder(policy: Policy) -> Path | None:
 def tracker_settings(policy: Policy, flow: FlowPolicy) -> TrackerSettings:
     """The tracker's settings; candidates must also carry the ownership label."""
     tracker = policy.tracker
+    if is_linear(policy):
+        # GitHub's side: the repository only (its issues are no candidates).
+        return TrackerSettings(repo=policy_repo(policy))
     return TrackerSettings(
         repo=policy_repo(policy),
         required_labels=frozenset(tracker.required_labels) | {flow.ownership_label},
@@ -159,6 +198,21 @@ def linear_tracker(policy: Policy, accounting: Accounting | None = None) -> Line
         terminal_states=frozenset(tracker.terminal_states),
     )
     return LinearTracker(client, settings, scope)
+
+
+def linear_issues(
+    policy: Policy, flow: FlowPolicy, accounting: Accounting | None = None
+) -> LinearIssues:
+    """The policy's Linear issues keyed on its GitHub repository; every issue in the tracked
+    scope is the daemon's (it carries the ownership label as far as the gates see)."""
+    try:
+        return LinearIssues(
+            linear_tracker(policy, accounting),
+            policy_repo(policy),
+            ownership_label=flow.ownership_label,
+        )
+    except ValueError as error:
+        raise WiringError(str(error)) from None
 
 
 def workspace_settings(policy: Policy) -> WorkspaceSettings:
@@ -302,6 +356,11 @@ class PolicyView:
             workflow=workflow, flow=flow_policy(workflow.policy), repo=policy_repo(workflow.policy)
         )
 
+    @property
+    def linear(self) -> bool:
+        """Whether the issues live in Linear."""
+        return is_linear(self.policy)
+
 
 @dataclass
 class _ThreadClients:
@@ -323,6 +382,7 @@ class GitHubAccess:
         accounting: Accounting,
         tracker: TrackerSettings,
         retry: RetryPolicy | None = None,
+        linear: LinearIssues | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.retry = retry
@@ -336,7 +396,15 @@ class GitHubAccess:
         self._login: str | None = None
         self._login_lock = threading.Lock()
         # One incremental view of the repository's issues, shared by every thread's tracker.
-        self.feed = issue_feed(tracker)
+        # With Linear it keeps the carriers of the watched labels alone (the pull requests'
+        # labels, the repository's stop label): GitHub's issues are no candidates.
+        self.feed = (
+            IssueFeed(tracker.repo, required_labels=frozenset(), candidates=False)
+            if linear is not None
+            else issue_feed(tracker)
+        )
+        # With kind linear: the issues, their stop labels and the issue-side writes.
+        self.linear = linear
 
     def same_as(self, endpoint: str, key: tuple[object, ...], tracker: TrackerSettings) -> bool:
         """Whether this access already matches these settings (no rebuild on reload)."""
@@ -372,8 +440,17 @@ class GitHubAccess:
         return self._clients().gateway
 
     @property
-    def tracker(self) -> GitHubIssuesTracker:
+    def tracker(self) -> GitHubIssuesTracker | LinearIssues:
+        """Where the issues come from: Linear's with kind linear, else the repository's."""
+        if self.linear is not None:
+            return self.linear
         return self._clients().tracker
+
+    def refresh_feed(self) -> None:
+        """Bring the repository's feed up to date when no GitHub tracker does (kind linear):
+        it still holds the pull requests' labels and the repository's stop label."""
+        if self.linear is not None:
+            self.feed.refresh(self.client)
 
     @property
     def login(self) -> str:

@@ -1,5 +1,8 @@
 """Rebuild an issue's record from its workpad comment when the database has no row for it.
 
+With Linear, the workpad is the bot's comment on the Linear issue; the review
+comment and everything else that authorizes a merge is still read from GitHub.
+
 The workpad comment is a recovery hint, never an authority: it lives on GitHub
 where people with write access can edit it. So a record is adopted only from a
 comment the bot wrote as a workpad (its first line is the machine marker) and
@@ -20,7 +23,7 @@ from typing import Any
 from orchestrator.domain.accounts import same_account
 from orchestrator.domain.phases import Phase, WaitingReason
 from orchestrator.domain.review import REVIEW_COMMENT_MARKER
-from orchestrator.domain.snapshot import StoredRecord, TrackedIssue
+from orchestrator.domain.snapshot import IssueRef, StoredRecord, TrackedIssue
 from orchestrator.domain.workpad import (
     ReviewState,
     WorkpadRecord,
@@ -34,6 +37,7 @@ from orchestrator.github.gateway import carries_marker
 from orchestrator.logs import get_logger
 from orchestrator.runtime.records import RecordRow, RecordStore, RecoveryNote
 from orchestrator.runtime.wiring import GitHubAccess, PolicyView
+from orchestrator.tracker.linear_client import LinearError
 
 log = get_logger(__name__)
 
@@ -57,7 +61,7 @@ class WorkpadRecovery:
         """(the adopted row or None, whether the issue has no workpad at all)."""
         ref = issue.ref
         try:
-            found = self._own_workpads(view.repo, ref.number)
+            found = self._own_workpads(view.repo, ref)
             if not found:
                 return None, True
             if len(found) > 1:
@@ -122,17 +126,28 @@ class WorkpadRecovery:
         except GitHubError as error:
             raise _TryLater(str(error)) from None
 
-    def _own_workpads(self, repo: str, number: int) -> list[dict[str, Any]]:
+    def _own_workpads(self, repo: str, ref: IssueRef) -> list[dict[str, Any]]:
+        linear = self.github.linear
+        if linear is not None:
+            # A Linear issue's workpad is the bot's Linear comment; only its author can edit it.
+            try:
+                return [
+                    {"id": c.id, "body": c.body, "linear": True} for c in linear.own_workpads(ref)
+                ]
+            except LinearError as error:
+                raise _TryLater(str(error)) from None
         login = self.github.login
         return [
             dict(item)
-            for item in self._comments(repo, number)
+            for item in self._comments(repo, ref.number)
             if same_account((item.get("user") or {}).get("login"), login)
             and is_workpad_comment(str(item.get("body") or ""))
         ]
 
     def _editor(self, comment: dict[str, Any]) -> str | None:
         """Who other than the bot last edited the comment (None: unedited or edited by the bot)."""
+        if comment.get("linear"):
+            return None  # Linear lets only a comment's author edit it
         node_id = str(comment.get("node_id") or "")
         if not node_id:
             raise _TryLater(f"comment {comment.get('id')} has no node id")

@@ -282,13 +282,16 @@ class GitHubWrites:
                 return f"the approver {login} no longer has write permission"
         labels = set(_names(payload, "approval_labels"))
         if labels:
-            numbers = {target.number, _number(payload, "pr_number")}
             present: set[str] = set()
-            for number in numbers:
+            for number in self._labelled(target, _number(payload, "pr_number")):
                 present |= gateway.issue_labels(target.repo, number)
             if labels.isdisjoint(present):
                 return "the approval label was removed"
         return None
+
+    def _labelled(self, target: WriteTarget, pr_number: int) -> set[int]:
+        """The GitHub issue and pull request whose labels may carry an approval."""
+        return {target.number, pr_number}
 
     def _merge(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
         payload = effect.payload

@@ -306,6 +306,24 @@ class LinearTracker:
                 if ref in self._known.issues
             }
 
+    def read_numbers(self, numbers: Iterable[int]) -> list[IssueRef]:
+        """Read the scope's issues with these numbers (whatever their team); their refs.
+
+        For a ref whose team is not known yet (a project spanning teams, after a restart).
+        """
+        wanted = sorted(set(numbers))
+        if not wanted:
+            return []
+        flt = {**self.scope.issue_filter(), "number": {"in": wanted}}
+        found: list[IssueRef] = []
+        with self._lock:
+            for page in self.client.pages(
+                "IssuesPage", q.ISSUES_PAGE, {"filter": flt, "first": PAGE_SIZE}, ("issues",)
+            ):
+                self._take(page)
+                found.extend(LinearIssue.of(node).ref for node in page)
+        return found
+
     def issue(self, ref: IssueRef) -> LinearIssue:
         """The issue as last read, or read now by its identifier."""
         with self._lock:

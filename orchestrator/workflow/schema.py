@@ -92,8 +92,8 @@ class TrackerSettings:
     kind: TrackerKind = field(
         default=TrackerKind.GITHUB,
         metadata=meta(
-            doc="Issue tracker: `github`, `linear` (validated; the daemon refuses to start with "
-            "it in this release), or `memory` (in-process, for tests)."
+            doc="Issue tracker: `github`, `linear` (issues in Linear, code and pull requests "
+            "on GitHub in `tracker.repo`), or `memory` (in-process, for tests)."
         ),
     )
     repo: str | None = field(
@@ -109,6 +109,14 @@ class TrackerSettings:
             doc="The tracker's API URL. Kind `github`: the GitHub API base URL (GitHub Enterprise: "
             "`https://HOST/api/v3`; the emulator's URL in tests and the demo). Kind `linear`: "
             "the GraphQL URL, `https://api.linear.app/graphql` when not set."
+        ),
+    )
+    github_endpoint: str = field(
+        default="https://api.github.com",
+        metadata=meta(
+            doc="Kind `linear`: the GitHub API base URL of `tracker.repo`, where the branches "
+            "and pull requests go (GitHub Enterprise: `https://HOST/api/v3`). Kind `github` "
+            "uses `tracker.endpoint`."
         ),
     )
     auth: TrackerAuth = field(

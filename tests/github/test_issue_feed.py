@@ -15,6 +15,7 @@ from orchestrator.sim.testing import SimWorld, running_world
 
 LABELS = ("agent", "stop", "approved", "other")
 WATCHED = frozenset({"stop", "approved"})
+STOP_ALL = "orchestrator:stop-all"
 
 
 def _full(client: GitHubClient, repo: str) -> dict[int, FeedItem]:
@@ -317,3 +318,21 @@ def test_a_repository_with_nothing_to_keep_still_goes_warm(tmp_path: Path) -> No
         control.update_issue(world.repo, number, as_user=human, state="open")
         feed.refresh(client)
         assert [item.number for item in feed.candidates()] == [number]
+
+
+def test_a_feed_without_candidates_keeps_only_the_carriers_of_watched_labels(
+    tmp_path: Path,
+) -> None:
+    """When the issues come from another tracker (Linear), the repository's feed holds the
+    carriers of the watched labels alone: the stop labels on pull requests and issues."""
+    with running_world(tmp_path / "sim") as world:
+        control, human = world.control, world.human.login
+        control.create_issue(world.repo, "A GitHub issue", as_user=human, labels=["agent"])
+        stop = control.create_issue(world.repo, "Stop", as_user=human, labels=[STOP_ALL])
+        client = GitHubClient(world.url, world.bot.token)
+        feed = IssueFeed(world.repo, required_labels=frozenset(), candidates=False)
+        feed.watch({STOP_ALL})
+        feed.refresh(client)
+        assert feed.candidates() == []
+        assert feed.carriers(STOP_ALL) == {stop}
+        assert set(feed.known(range(1, 10))) == {stop}

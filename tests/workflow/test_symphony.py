@@ -17,6 +17,7 @@ from orchestrator.cli import cli
 from orchestrator.domain.phases import Phase
 from orchestrator.runtime.turns import label_priority
 from orchestrator.runtime.wiring import WiringError, policy_repo
+from orchestrator.sim.testing import running_world
 from orchestrator.workflow.catalog import groups, suggestion
 from orchestrator.workflow.foreign import FOREIGN_KEYS
 from orchestrator.workflow.loader import check_workflow
@@ -259,11 +260,15 @@ def test_a_linear_tracker_needs_a_project_or_team_and_a_key() -> None:
     assert result.problems == ()
 
 
-def test_the_daemon_refuses_a_linear_tracker() -> None:
+def test_the_daemon_needs_the_github_repository_of_a_linear_tracker() -> None:
     workflow = check("---\ntracker:\n  kind: linear\n  team_key: ENG\n---\n", env={**ENV}).workflow
     assert workflow is not None
-    with pytest.raises(WiringError, match="the Linear tracker is not available in this release"):
+    with pytest.raises(WiringError, match=r"tracker\.repo: kind linear needs"):
         policy_repo(workflow.policy)
+    text = "---\ntracker:\n  kind: linear\n  team_key: ENG\n  repo: acme/widgets\n---\n"
+    workflow = check(text, env={**ENV}).workflow
+    assert workflow is not None
+    assert policy_repo(workflow.policy) == "acme/widgets"
 
 
 # ------------------------------------------------------------------ migration
@@ -361,7 +366,7 @@ def test_migrate_workflow_of_a_broken_file(tmp_path: Path) -> None:
     assert "agent.max_turn: unknown key; did you mean 'max_turns'?" in result.output
 
 
-def test_run_refuses_a_linear_policy_at_start(tmp_path: Path) -> None:
+def test_run_refuses_a_linear_policy_without_its_github_repository(tmp_path: Path) -> None:
     policy = tmp_path / "WORKFLOW.md"
     policy.write_text("---\ntracker:\n  kind: linear\n  team_key: ENG\n---\n", encoding="utf-8")
     env = {**os.environ, **ENV, "XDG_STATE_HOME": str(tmp_path / "state")}
@@ -370,7 +375,7 @@ def test_run_refuses_a_linear_policy_at_start(tmp_path: Path) -> None:
         [*command, str(policy)], env=env, capture_output=True, text=True, timeout=120, check=False
     )
     assert result.returncode != 0
-    assert "tracker.kind: the Linear tracker is not available in this release" in result.stderr
+    assert "tracker.repo: kind linear needs the GitHub repository" in result.stderr
 
 
 def test_the_docs_map_every_symphony_key() -> None:
@@ -394,11 +399,17 @@ def test_the_linear_key_is_never_given_to_the_agent() -> None:
     ]
 
 
-def test_pr_commands_refuse_a_linear_policy(tmp_path: Path) -> None:
-    policy = tmp_path / "WORKFLOW.md"
-    policy.write_text("---\ntracker:\n  kind: linear\n  team_key: ENG\n---\n", encoding="utf-8")
-    result = CliRunner().invoke(
-        cli, ["pr", "checks", "acme/widgets#1", "--workflow", str(policy)], env=ENV
-    )
-    assert result.exit_code == 1
-    assert "tracker.kind: the Linear tracker is not available in this release" in result.output
+def test_pr_commands_of_a_linear_policy_read_github(tmp_path: Path) -> None:
+    with running_world(tmp_path / "sim") as world:
+        policy = tmp_path / "WORKFLOW.md"
+        policy.write_text(
+            "---\ntracker:\n  kind: linear\n  team_key: ENG\n"
+            f"  repo: {world.repo}\n  github_endpoint: {world.url}\n"
+            f"  token: {world.bot.token}\n---\n",
+            encoding="utf-8",
+        )
+        result = CliRunner().invoke(
+            cli, ["pr", "checks", f"{world.repo}#1", "--workflow", str(policy)], env=ENV
+        )
+    assert "not available" not in result.output
+    assert "404" in result.output, result.output

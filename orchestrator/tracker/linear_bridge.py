@@ -1,0 +1,222 @@
+"""Linear issues as the runtime keys them: refs on the GitHub repository of the code.
+
+The runtime keys every issue by ``IssueRef(repo, number)`` and reads ``repo`` as
+the GitHub repository where the branch is pushed and the pull request lives
+(the store's rows, the workspaces, the gateway's calls, the outbox). A Linear
+issue keeps that meaning: ``ENG-12`` of a policy whose ``tracker.repo`` is
+``acme/widgets`` is ``IssueRef("acme/widgets", 12)``, and the bridge keeps the
+Linear identifier alongside (``identifier``). Nothing in the store, the records
+or the planner changes; only the tracker side (reads, kill-switch labels, the
+workpad comment, tracker state, closing, the pull request link) goes to Linear.
+
+Every issue in the tracked scope (team or project, required labels, active
+states) is the daemon's: with ``ownership_label`` it shows that label to the
+gates, so a Symphony workflow, which owns every active issue of its project,
+needs no extra label in Linear.
+
+A policy tracks one Linear team's numbers: when a project spans teams and two
+of its issues share a number, the first one seen keeps it and the other is left
+out (logged), never mixed up with it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import replace
+
+from orchestrator.domain.snapshot import IssueRef, TrackedIssue
+from orchestrator.domain.workpad import is_workpad_comment
+from orchestrator.logs import get_logger
+from orchestrator.tracker import linear_queries as q
+from orchestrator.tracker.base import TrackerSettings
+from orchestrator.tracker.linear import LinearIssue, LinearTracker, WorkpadComment
+
+log = get_logger(__name__)
+
+
+class LinearIssues:
+    """The Linear tracker seen through refs on the GitHub repository (module docstring)."""
+
+    def __init__(
+        self, linear: LinearTracker, repo: str, *, ownership_label: str | None = None
+    ) -> None:
+        if not repo:
+            raise ValueError("tracker.repo: the Linear tracker needs the GitHub repository")
+        self.linear = linear
+        self.repo = repo
+        self.settings: TrackerSettings = replace(linear.settings, repo=repo)
+        # Every issue in the tracked scope is the daemon's: it shows the ownership label.
+        self.ownership_label = ownership_label
+        self._lock = threading.Lock()
+        # GitHub-side number -> the Linear ref (team key, number) it stands for.
+        self._teams: dict[int, IssueRef] = {}
+        # The updatedAt of each issue as last handed out: what moved since is a change.
+        self._seen: dict[int, str] = {}
+        self._moved: set[int] = set()
+
+    # ------------------------------------------------------------------ refs
+
+    def _ours(self, issue: LinearIssue) -> IssueRef | None:
+        """The GitHub-side ref of a Linear issue (None: its number belongs to another team)."""
+        with self._lock:
+            held = self._teams.setdefault(issue.ref.number, issue.ref)
+            if held != issue.ref:
+                log.warning(
+                    "linear_number_taken",
+                    issue=issue.identifier,
+                    kept=f"{held.repo}-{held.number}",
+                )
+                return None
+            if self._seen.get(issue.ref.number) not in (None, issue.updated_at):
+                self._moved.add(issue.ref.number)
+            self._seen[issue.ref.number] = issue.updated_at
+        return IssueRef(self.repo, issue.ref.number)
+
+    def linear_ref(self, ref: IssueRef) -> IssueRef:
+        """The Linear ref (team key, number) of a GitHub-side ref."""
+        if ref.repo != self.repo:
+            raise ValueError(f"{ref.repo}#{ref.number} is not an issue of {self.repo}")
+        with self._lock:
+            found = self._teams.get(ref.number)
+        if found is not None:
+            return found
+        team = self.linear.scope.team_key
+        if team:
+            return IssueRef(team, ref.number)
+        # A project's issue not read since the start: its team is found by its number.
+        for read in self.linear.read_numbers([ref.number]):
+            self._ours(self.linear.issue(read))
+        with self._lock:
+            found = self._teams.get(ref.number)
+        if found is None:
+            raise ValueError(f"issue {ref.number}: not found in the Linear scope")
+        return found
+
+    def issue(self, ref: IssueRef) -> LinearIssue:
+        """The Linear issue behind ``ref`` as last read (read now when unknown)."""
+        return self.linear.issue(self.linear_ref(ref))
+
+    def identifier(self, ref: IssueRef) -> str:
+        """The Linear identifier (``ENG-12``)."""
+        return self.issue(ref).identifier
+
+    def url(self, ref: IssueRef) -> str:
+        """The Linear issue's web address (linked from the pull request's body)."""
+        return self.issue(ref).url
+
+    def _tracked(self, issue: LinearIssue) -> TrackedIssue | None:
+        ref = self._ours(issue)
+        if ref is None:
+            return None
+        tracked = self.linear.tracked(issue)
+        labels = tracked.labels | {self.ownership_label} if self.ownership_label else tracked.labels
+        return replace(tracked, ref=ref, labels=labels)
+
+    # ----------------------------------------------------------------- reads
+
+    def fetch_candidates(self) -> list[TrackedIssue]:
+        """Polls Linear; the open issues with the required labels in an active state."""
+        found: list[TrackedIssue] = []
+        for tracked in self.linear.fetch_candidates():
+            issue = self.linear.issue(tracked.ref)
+            mine = self._tracked(issue)
+            if mine is not None:
+                found.append(mine)
+        return found
+
+    def refresh_by_ids(self, refs: Iterable[IssueRef]) -> dict[IssueRef, TrackedIssue]:
+        """These issues as last read (closed ones too); ones Linear does not have are left out."""
+        wanted: dict[IssueRef, IssueRef] = {}
+        for ref in refs:
+            try:
+                wanted[self.linear_ref(ref)] = ref
+            except ValueError:
+                log.warning("linear_issue_missing", issue=f"{ref.repo}#{ref.number}")
+        found: dict[IssueRef, TrackedIssue] = {}
+        for linear_ref in self.linear.refresh_by_ids(wanted):
+            mine = self._tracked(self.linear.issue(linear_ref))
+            if mine is not None:
+                found[mine.ref] = mine
+        return found
+
+    def changes(self) -> set[int]:
+        """The numbers of tracked issues that moved (a new updatedAt) since the last call."""
+        with self._lock:
+            moved, self._moved = self._moved, set()
+        return moved
+
+    def read_labels(self, ref: IssueRef) -> frozenset[str]:
+        """The issue's labels read from Linear now (for the kill switch right before a write)."""
+        linear_ref = self.linear_ref(ref)
+        data = self.linear.client.execute(
+            "Issue", q.ISSUE, {"id": f"{linear_ref.repo}-{linear_ref.number}"}
+        )
+        issue = LinearIssue.of(data["issue"])
+        self._ours(issue)
+        return issue.labels
+
+    def repo_stopped(self) -> bool:
+        """Whether an open issue in the scope carries the repo-wide stop label (as last polled)."""
+        return self.linear.repo_stopped()
+
+    def repo_stopped_now(self) -> bool:
+        """The same, polled now (right before a write)."""
+        self.linear.poll()
+        return self.linear.repo_stopped()
+
+    # ---------------------------------------------------------------- writes
+
+    def set_tracker_state(self, ref: IssueRef, state: str) -> None:
+        """Move the issue to the Linear workflow state named ``state``."""
+        self.linear.set_tracker_state(self.linear_ref(ref), state)
+
+    def upsert_workpad(self, ref: IssueRef, body: str) -> WorkpadComment:
+        """Write the workpad comment (found before one is created)."""
+        return self.linear.upsert_workpad(self.linear_ref(ref), body)
+
+    def own_workpads(self, ref: IssueRef) -> list[WorkpadComment]:
+        """Every workpad comment the API key's user wrote on the issue, oldest first (more
+        than one is for a person to sort out). Linear lets only a comment's author edit it,
+        so their text is the bot's own."""
+        issue = self.issue(ref)
+        viewer = self.linear.viewer_id()
+        found: list[WorkpadComment] = []
+        for page in self.linear.client.pages(
+            "IssueComments", q.ISSUE_COMMENTS, {"id": issue.id}, ("issue", "comments")
+        ):
+            for node in page:
+                body = str(node.get("body") or "")
+                if (node.get("user") or {}).get("id") == viewer and is_workpad_comment(body):
+                    found.append(WorkpadComment(str(node["id"]), body))
+        # Pages come newest first.
+        return list(reversed(found))
+
+    def upsert_comment(self, ref: IssueRef, marker: str, body: str) -> str:
+        """Write a comment of the bot's found by its hidden ``marker`` (once per marker); its id."""
+        issue = self.issue(ref)
+        viewer = self.linear.viewer_id()
+        client = self.linear.client
+        for page in client.pages(
+            "IssueComments", q.ISSUE_COMMENTS, {"id": issue.id}, ("issue", "comments")
+        ):
+            for node in page:
+                if (node.get("user") or {}).get("id") == viewer and marker in str(
+                    node.get("body") or ""
+                ):
+                    if str(node.get("body") or "") != body:
+                        client.execute(
+                            "UpdateComment",
+                            q.UPDATE_COMMENT,
+                            {"id": str(node["id"]), "body": body},
+                            write=True,
+                        )
+                    return str(node["id"])
+        data = client.execute(
+            "CreateComment", q.CREATE_COMMENT, {"issueId": issue.id, "body": body}, write=True
+        )
+        return str(data["commentCreate"]["comment"]["id"])
+
+    def link_pull_request(self, ref: IssueRef, url: str, title: str) -> str:
+        """Link the pull request as the issue's attachment (one per URL); its id."""
+        return self.linear.link_pull_request(self.linear_ref(ref), url, title)
