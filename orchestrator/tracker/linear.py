@@ -202,13 +202,20 @@ class LinearTracker:
         assert self._known.watermark is not None
         since = _stamp(_moment(self._known.watermark) - POLL_OVERLAP)
         flt = {**self.scope.issue_filter(), "updatedAt": {"gte": since}}
-        if not self._changed(flt):
+        changed = self._changed(flt)
+        if not changed:
             return 0
         newest = _moment(self._known.watermark)
         read = 0
-        for page in self.client.pages(
-            "IssuesPage", q.ISSUES_PAGE, {"filter": flt, "first": PAGE_SIZE}, ("issues",)
-        ):
+        # Only the issues that changed, a page of at most their number each: Linear
+        # charges a connection by the page size asked for.
+        for start in range(0, len(changed), PAGE_SIZE):
+            ids = changed[start : start + PAGE_SIZE]
+            page = self.client.execute(
+                "IssuesPage",
+                q.ISSUES_PAGE,
+                {"filter": {**flt, "id": {"in": ids}}, "first": len(ids), "after": None},
+            )["issues"]["nodes"]
             read += self._take(page)
             newest = max([newest, *(_moment(str(node["updatedAt"])) for node in page)])
         # Only a read that got every page moves the watermark: pages come newest first,
@@ -217,15 +224,21 @@ class LinearTracker:
         self._forget_old()
         return read
 
-    def _changed(self, flt: dict[str, Any]) -> bool:
-        """Whether an issue matching ``flt`` changed since it was read (one cheap request)."""
-        answer = self.client.execute("ChangedIssues", q.CHANGED_ISSUES, {"filter": flt})
-        connection = answer["issues"]
-        if connection["pageInfo"]["hasNextPage"]:
-            return True
+    def _changed(self, flt: dict[str, Any]) -> list[str]:
+        """The ids of the issues matching ``flt`` that changed since they were read.
+
+        Ids and times only, a cheap page each (one while nothing moved): a bulk
+        edit that left many issues in the overlap window costs pages of ids, not
+        a read of every issue again.
+        """
         seen = {issue.id: issue.updated_at for issue in self._known.issues.values()}
         seen.update(self._known.recent)
-        return any(seen.get(str(n["id"])) != str(n["updatedAt"]) for n in connection["nodes"])
+        changed: list[str] = []
+        for page in self.client.pages(
+            "ChangedIssues", q.CHANGED_ISSUES, {"filter": flt}, ("issues",)
+        ):
+            changed += [str(n["id"]) for n in page if seen.get(str(n["id"])) != str(n["updatedAt"])]
+        return changed
 
     def _take(self, nodes: list[dict[str, Any]]) -> int:
         """Fold read issues into what is known (the watermark is the polls' to move)."""

@@ -145,6 +145,35 @@ def test_reads_follow_pages_past_fifty_issues(world: LinearWorld) -> None:
     assert len(tracker.fetch_candidates()) == 117
 
 
+def test_a_poll_reads_only_what_changed_and_a_bulk_edit_leaves_quiet_polls_cheap(
+    world: LinearWorld,
+) -> None:
+    # Linear charges a connection by the page size asked for: the read after a change
+    # asks for as many issues as changed, and 60 issues edited in one moment (more
+    # than a page of the overlap window) are read once, not at every quiet poll.
+    for n in range(60):
+        world.control.create_issue("ENG", f"Bulk {n}", labels=["agent"])
+    tracker = _tracker(world)
+    assert len(tracker.fetch_candidates()) == 62
+    world.clock.advance(1)
+    spent = tracker.client.accounting.total_units()
+    requests = tracker.client.requests
+    for _ in range(3):
+        world.clock.advance(30)
+        assert len(tracker.fetch_candidates()) == 62
+    quiet = (tracker.client.accounting.total_units() - spent) / 3
+    assert (tracker.client.requests - requests) / 3 <= 2, "ids and times only"
+    world.control.set_state("ENG-3", "In Progress")
+    spent = tracker.client.accounting.total_units()
+    world.clock.advance(30)
+    assert {i.ref: i.tracker_state for i in tracker.fetch_candidates()}[
+        IssueRef("ENG", 3)
+    ] == "In Progress"
+    one_change = tracker.client.accounting.total_units() - spent
+    # A page of one issue, not of fifty, on top of the quiet poll's check.
+    assert one_change < quiet + 200, (one_change, quiet)
+
+
 def test_reading_one_issue_does_not_skip_other_changes(world: LinearWorld) -> None:
     tracker = _tracker(world)
     tracker.fetch_candidates()

@@ -201,6 +201,7 @@ def issue_matches(
         return lambda item: lambda cond, where, now_: check(cond, item, now_)
 
     fields = {
+        "id": _value(lambda i: i.id),
         "team": nested(lambda c, i, n: team_matches(c, world.teams.get(i.team_id), n)),
         "state": nested(lambda c, i, n: state_matches(world, c, world.states[i.state_id], n)),
         "project": nested(lambda c, i, n: _project_match(world, c, i, n)),
