@@ -9,10 +9,10 @@ refused write, one pull request, one workpad and one review comment.
 from __future__ import annotations
 
 import dataclasses
+import io
 from pathlib import Path
 
-import pytest
-
+from orchestrator.logs import configure_logging
 from orchestrator.sim.testing import Account, AppAccount, SimWorld, add_app, make_token
 
 from .harness import APPROVAL_LABEL, flow_for
@@ -35,54 +35,55 @@ def as_app(world: SimWorld, app: AppAccount) -> SimWorld:
 
 
 def test_the_daemon_merges_as_an_app_through_expiring_tokens(
-    tmp_path: Path,
-    world: SimWorld,
-    capfd: pytest.CaptureFixture[str],
-    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path, world: SimWorld
 ) -> None:
-    app = add_app(world)
-    app_world = as_app(world, app)
-    with flow_for(tmp_path, app_world, mode="merge", policy=app_policy(app, tmp_path)) as flow:
-        assert flow.d.parts.github.login == "orchestrator-app[bot]"
-        number = flow.open_issue()
-        flow.run_to_phase(number, "waiting_for_checks")
-        pr = flow.pull(flow.pr_number(number))
-        assert pr["user"] == {**pr["user"], "login": app.login, "type": "Bot"}
+    # The log is read from a stream of this test's own (earlier tests in the process
+    # may have routed it elsewhere), through the product's processors (redaction too).
+    stream = io.StringIO()
+    configure_logging("json", "info", stream=stream)
+    try:
+        app = add_app(world)
+        app_world = as_app(world, app)
+        with flow_for(tmp_path, app_world, mode="merge", policy=app_policy(app, tmp_path)) as flow:
+            assert flow.d.parts.github.login == "orchestrator-app[bot]"
+            number = flow.open_issue()
+            flow.run_to_phase(number, "waiting_for_checks")
+            pr = flow.pull(flow.pr_number(number))
+            assert pr["user"] == {**pr["user"], "login": app.login, "type": "Bot"}
 
-        # Expired before the tick that reads the failure and the rework turn's push.
-        assert world.control.expire_app_tokens() == 1
-        flow.check(pr["number"], "failure")
-        flow.run_to_phase(number, "rework")
-        world.control.expire_app_tokens()
-        flow.run_to_phase(number, "waiting_for_checks")
-        assert flow.head(pr["number"]) != pr["head"]["sha"]
+            # Expired before the tick that reads the failure and the rework turn's push.
+            assert world.control.expire_app_tokens() == 1
+            flow.check(pr["number"], "failure")
+            flow.run_to_phase(number, "rework")
+            world.control.expire_app_tokens()
+            flow.run_to_phase(number, "waiting_for_checks")
+            assert flow.head(pr["number"]) != pr["head"]["sha"]
 
-        world.control.expire_app_tokens()
-        flow.check(pr["number"], "success")
-        flow.run_to_phase(number, "waiting_for_human")
-        world.control.expire_app_tokens()
-        flow.approve(number)
-        flow.run_to_phase(number, "done")
+            world.control.expire_app_tokens()
+            flow.check(pr["number"], "success")
+            flow.run_to_phase(number, "waiting_for_human")
+            world.control.expire_app_tokens()
+            flow.approve(number)
+            flow.run_to_phase(number, "done")
 
-        assert flow.pull(pr["number"])["merged"]
-        assert len(flow.pulls()) == 1
-        assert len(flow.workpads(number)) == 1
-        assert len(flow.review_comments(pr["number"])) == 1
-        writes = flow.bot_writes()
-        assert writes, "the App's bot made the writes"
-        assert [w for w in writes if w["status"] >= 400] == []
-        effects = flow.d.db.outbox.for_issue(1)
-        assert effects and [(e.kind, e.status) for e in effects if e.status == "failed"] == []
-        # One token at start, and a new one after each of the four expiries.
-        route = "POST /app/installations/{installation_id:int}/access_tokens"
-        assert world.control.counters()["routes"][route]["requests"] >= 5
-    # No installation token (GitHub's ghs_ prefix) in the database or the logs.
-    for stored in tmp_path.glob("orchestrator.db*"):
-        assert b"ghs_" not in stored.read_bytes(), stored
-    # The log goes to stderr, or through the standard library's logging when an
-    # earlier test in the process routed structlog there: read both.
-    out, err = capfd.readouterr()
-    logged = out + err + caplog.text
+            assert flow.pull(pr["number"])["merged"]
+            assert len(flow.pulls()) == 1
+            assert len(flow.workpads(number)) == 1
+            assert len(flow.review_comments(pr["number"])) == 1
+            writes = flow.bot_writes()
+            assert writes, "the App's bot made the writes"
+            assert [w for w in writes if w["status"] >= 400] == []
+            effects = flow.d.db.outbox.for_issue(1)
+            assert effects and [(e.kind, e.status) for e in effects if e.status == "failed"] == []
+            # One token at start, and a new one after each of the four expiries.
+            route = "POST /app/installations/{installation_id:int}/access_tokens"
+            assert world.control.counters()["routes"][route]["requests"] >= 5
+        # No installation token (GitHub's ghs_ prefix) in the database or the logs.
+        for stored in tmp_path.glob("orchestrator.db*"):
+            assert b"ghs_" not in stored.read_bytes(), stored
+    finally:
+        configure_logging()
+    logged = stream.getvalue()
     assert "app_token_issued" in logged
     assert "ghs_" not in logged
 
