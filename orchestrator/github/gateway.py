@@ -71,6 +71,18 @@ class GitHubGateway:
         )
         return [PRInfo.from_rest(item) for item in items if item["head"]["ref"] == branch]
 
+    def branch_head(self, repo: str, branch: str) -> str | None:
+        """The commit ``branch`` points at on GitHub; None when there is no such branch."""
+        try:
+            data = self.client.request("GET", f"/repos/{repo}/branches/{branch}").data
+        except GitHubError as error:
+            if error.status == 404:
+                return None
+            raise
+        commit = data.get("commit") if isinstance(data, dict) else None
+        sha = commit.get("sha") if isinstance(commit, dict) else None
+        return sha if isinstance(sha, str) else None
+
     def find_or_create_pr(
         self,
         repo: str,

@@ -152,6 +152,11 @@ class GitHubWrites:
         wiring = self._agents()
         identifier = f"{target.repo}#{target.number}"
         if not wiring.workspaces.exists(identifier):
+            # Another replica may have pushed it and died before the push was recorded:
+            # the commit is lost only when GitHub's branch does not have it either.
+            if self.github.gateway.branch_head(target.repo, branch) == head:
+                log.info("turn_push_found", issue=identifier, head=head, branch=branch)
+                return _ok(branch=branch, head_sha=head)
             return _lost(identifier, head, "its workspace is gone")
         workspace = wiring.workspaces.ensure(
             WorkspaceIssue(identifier, target.number, target.title, branch=branch), self._source()

@@ -208,3 +208,28 @@ def test_a_turn_recorded_by_a_replica_whose_clock_runs_behind_moves_the_flow_onc
         flow.to_waiting_for_human()
         runs = flow.d.db.runs.for_issue(1)
         assert sorted(r.phase for r in runs) == ["implementing", "reviewing"]
+
+
+def test_a_commit_github_has_is_not_taken_for_lost_when_its_workspace_is_gone(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    # The worker's push reached GitHub but its answer was lost (as when the replica that
+    # pushed died before recording it); the workspace is gone too. The push is done,
+    # and the turn is not run again.
+    with flow_for(tmp_path, world, policy=POLICY) as flow:
+        world.control.add_fault(path="*git-receive-pack", action="lost_response", count=1)
+        number = flow.open_issue()
+        flow.step()
+        assert flow.pulls() == []
+        record = flow.record(number)
+        assert record is not None and record.last_outcome is not None
+        head = record.last_outcome.head_after
+        branch = flow.branch(number)
+        assert flow.rest("GET", f"/repos/{world.repo}/branches/{branch}")["commit"]["sha"] == head
+        [workspace] = list((tmp_path / "workspaces").glob("acme_widgets_1-*"))
+        shutil.rmtree(workspace)
+        flow.run(lambda: bool(flow.pulls()), what="the pull request")
+        assert [r.phase for r in flow.d.db.runs.for_issue(1)] == ["implementing"]
+        pushes = [e for e in flow.d.db.outbox.for_issue(1) if e.kind == "push_branch"]
+        assert [e.status for e in pushes] == ["done"]
+        assert flow.pulls()[0]["head"]["sha"] == head
