@@ -48,20 +48,23 @@ _SENSITIVE_KEYS = frozenset({"authorization", "token", "password", "secret", "gi
 
 _secrets_lock = threading.Lock()
 _secret_values: set[str] = set()
+# The registered secrets, longest first (a secret inside another is masked after it);
+# sorted once per registration, not for every string of every log line.
+_secrets_by_length: list[tuple[str, ...]] = [()]
 
 
 def register_secret(value: str | None) -> None:
     """Redact this exact value wherever it appears in a log line from now on."""
     if value and len(value) >= 4:
         with _secrets_lock:
-            _secret_values.add(value)
+            if value not in _secret_values:
+                _secret_values.add(value)
+                _secrets_by_length[0] = tuple(sorted(_secret_values, key=len, reverse=True))
 
 
 def redact_text(text: str) -> str:
     """Return ``text`` with token shapes, auth headers and registered secrets masked."""
-    with _secrets_lock:
-        secrets = sorted(_secret_values, key=len, reverse=True)
-    for secret in secrets:
+    for secret in _secrets_by_length[0]:
         if secret in text:
             text = text.replace(secret, REDACTED)
     for pattern in _TOKEN_PATTERNS:
