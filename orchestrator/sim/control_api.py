@@ -35,6 +35,7 @@ from orchestrator.sim.control_steps import (
 )
 from orchestrator.sim.emulator import Emulator
 from orchestrator.sim.errors import SimError
+from orchestrator.sim.method_routes import method_routes
 
 __all__ = ["PREFIX", "ControlError", "control_routes", "create_repo", "create_user"]
 
@@ -264,23 +265,4 @@ def control_routes(emulator: Emulator) -> list[Route]:
         ("POST", PREFIX + "/apps/{slug}/installations", install_app),
         ("POST", PREFIX + "/app-tokens/expire", expire_app_tokens),
     ]
-    grouped: dict[str, dict[str, ControlHandler]] = {}
-    for method, path, handler in table:
-        grouped.setdefault(path, {})[method] = handler
-    routes = []
-    for path, handlers in grouped.items():
-        routes.append(Route(path, _dispatch(emulator, handlers), methods=list(handlers)))
-    return routes
-
-
-def _dispatch(emulator: Emulator, handlers: dict[str, ControlHandler]) -> Callable[[Request], Any]:
-    endpoints = {method: _endpoint(emulator, handler) for method, handler in handlers.items()}
-
-    async def endpoint(request: Request) -> Response:
-        chosen = endpoints.get(request.method)
-        if chosen is None:
-            return _error(405, "method_not_allowed", f"{request.method} is not supported here")
-        response: Response = await chosen(request)
-        return response
-
-    return endpoint
+    return method_routes(table, lambda handler: _endpoint(emulator, handler))

@@ -24,6 +24,7 @@ from orchestrator.sim.control_steps import ControlError, field_value
 from orchestrator.sim.linear.records import LinearIssue, LinearUser
 from orchestrator.sim.linear.state import LinearInputError
 from orchestrator.sim.linear.world import LinearWorld
+from orchestrator.sim.method_routes import method_routes
 
 PREFIX = "/_control/linear"
 # The most issues one seed call creates; ``{issue}`` in a seed's title is each one's number.
@@ -375,19 +376,4 @@ def linear_control_routes(world: LinearWorld) -> list[Route]:
         ("GET", PREFIX + "/writes", writes),
         ("DELETE", PREFIX + "/writes", clear_writes),
     ]
-    grouped: dict[str, dict[str, Handler]] = {}
-    for method, path, handler in table:
-        grouped.setdefault(path, {})[method] = handler
-    routes = []
-    for path, handlers in grouped.items():
-        endpoints = {method: _endpoint(world, handler) for method, handler in handlers.items()}
-        routes.append(Route(path, _dispatch(endpoints), methods=list(handlers)))
-    return routes
-
-
-def _dispatch(endpoints: dict[str, Callable[[Request], Any]]) -> Callable[[Request], Any]:
-    async def endpoint(request: Request) -> Response:
-        response: Response = await endpoints[request.method](request)
-        return response
-
-    return endpoint
+    return method_routes(table, lambda handler: _endpoint(world, handler))
