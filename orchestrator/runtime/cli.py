@@ -9,7 +9,7 @@ import click
 from orchestrator.runtime.cluster import DEFAULT_LEASE_S
 from orchestrator.runtime.daemon import REPLICA_ENV, Daemon, DaemonError
 from orchestrator.runtime.instance_lock import AlreadyRunning
-from orchestrator.workflow import Policy
+from orchestrator.workflow.schema import DEFAULT_SHUTDOWN_GRACE_MS
 
 
 @click.command("run")
@@ -35,7 +35,7 @@ from orchestrator.workflow import Policy
     "--grace-seconds",
     type=click.FloatRange(min=0),
     help="On SIGTERM, how long running agent turns may finish before they are cancelled "
-    f"(overrides agent.shutdown_grace_ms; {Policy().agent.shutdown_grace_ms / 1000:g} by default).",
+    f"(overrides agent.shutdown_grace_ms; {DEFAULT_SHUTDOWN_GRACE_MS / 1000:g} by default).",
 )
 @click.option(
     "--replica-id",

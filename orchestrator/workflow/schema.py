@@ -65,6 +65,8 @@ __all__ = [
 
 # One place for the daemon's own state when the operator does not choose one.
 STATE_DIR = "~/.local/state/orchestrator"
+# How long running turns may finish when the daemon stops (agent.shutdown_grace_ms).
+DEFAULT_SHUTDOWN_GRACE_MS = 30_000
 
 
 def _frozen(items: Mapping[Any, Any]) -> Mapping[Any, Any]:
@@ -346,7 +348,7 @@ class AgentSettings:
         metadata=meta(doc="Limit of one whole turn.", minimum=1_000, maximum=86_400_000),
     )
     shutdown_grace_ms: int = field(
-        default=30_000,
+        default=DEFAULT_SHUTDOWN_GRACE_MS,
         metadata=meta(
             doc="When the daemon stops (SIGTERM), how long running turns may finish before they "
             "are cancelled; `orchestrator run --grace-seconds` overrides it. A stop takes up to "
