@@ -244,6 +244,11 @@ def bind_context(**values: Any) -> None:
     structlog.contextvars.bind_contextvars(**values)
 
 
+def unbind_context(*keys: str) -> None:
+    """Drop keys bound for the current context."""
+    structlog.contextvars.unbind_contextvars(*keys)
+
+
 def clear_context() -> None:
     structlog.contextvars.clear_contextvars()
 

@@ -282,15 +282,21 @@ class GitHubClient:
         return status, dict(answer_headers), raw or ""
 
     def paginate(
-        self, path: str, *, params: dict[str, Any] | None = None, conditional: bool = False
+        self,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        conditional: bool = False,
+        key: str | None = None,
     ) -> list[Any]:
-        """Every item of a list endpoint, following ``Link: rel="next"``."""
+        """Every item of a list endpoint, following ``Link: rel="next"``; with ``key``, the
+        items are that member of each page's object (``/installation/repositories``)."""
         params = {"per_page": 100, **(params or {})}
         items: list[Any] = []
-        page = self._page(path, params, conditional)
+        page = self._page(path, params, conditional, key)
         items.extend(page[0])
         while page[1]:
-            page = self._page(page[1], None, conditional)
+            page = self._page(page[1], None, conditional, key)
             items.extend(page[0])
         return items
 
@@ -319,12 +325,15 @@ class GitHubClient:
         return data
 
     def _page(
-        self, path: str, params: dict[str, Any] | None, conditional: bool
+        self, path: str, params: dict[str, Any] | None, conditional: bool, key: str | None
     ) -> tuple[list[Any], str | None]:
         response = self.request("GET", path, params=params, conditional=conditional)
         link = header(response.headers, "link") or ""
         match = _NEXT_LINK.search(link)
-        data = response.data if isinstance(response.data, list) else []
+        data = response.data
+        if key is not None:
+            data = data.get(key) if isinstance(data, dict) else None
+        data = data if isinstance(data, list) else []
         return data, match.group(1) if match else None
 
     def _send(

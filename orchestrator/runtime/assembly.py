@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy.engine import make_url
@@ -56,7 +56,8 @@ class AssemblyError(RuntimeError):
 
 @dataclass
 class Parts:
-    """What is rebuilt when the GitHub access changes (a new endpoint or token)."""
+    """One repository's parts, rebuilt when the GitHub access changes (a new endpoint or
+    token); the claimer is the daemon's own, the same in every repository's parts."""
 
     github: GitHubAccess
     builder: SnapshotBuilder
@@ -111,7 +112,7 @@ def open_store(url: str, *, upgrade_command: str | None = None) -> Store:
 
 @dataclass(frozen=True)
 class Shared:
-    """What every part of one daemon shares."""
+    """What every part of one daemon shares, whichever repository it serves."""
 
     db: Database
     records: RecordStore
@@ -123,6 +124,24 @@ class Shared:
     clock: Callable[[], datetime]
 
 
+def github_access(
+    shared: Shared, view: PolicyView, *, credentials: TokenProvider, retry: RetryPolicy | None
+) -> GitHubAccess:
+    """GitHub for ``view``'s repository, through the daemon's one credential, cache and
+    accounting (with kind linear, the Linear issues beside it)."""
+    policy = view.policy
+    return GitHubAccess(
+        endpoint=github_endpoint(policy),
+        credentials=credentials,
+        credential_key=credential_key(policy),
+        cache=shared.db.http_cache,
+        accounting=shared.accounting,
+        tracker=tracker_settings(policy, view.flow, view.repo),
+        retry=retry,
+        linear=linear_issues(policy, view.flow, shared.accounting) if view.linear else None,
+    )
+
+
 def build_parts(
     shared: Shared,
     view: PolicyView,
@@ -130,21 +149,12 @@ def build_parts(
     credentials: TokenProvider,
     agents: Callable[[], AgentWiring],
     repo_source: Callable[[], RepoSource],
-    lease_ttl: Callable[[], timedelta],
+    claimer: TurnClaimer,
     retry: RetryPolicy | None,
 ) -> Parts:
-    """The GitHub access and everything a tick and a turn use, for ``view``'s policy."""
-    policy = view.policy
-    github = GitHubAccess(
-        endpoint=github_endpoint(policy),
-        credentials=credentials,
-        credential_key=credential_key(policy),
-        cache=shared.db.http_cache,
-        accounting=shared.accounting,
-        tracker=tracker_settings(policy, view.flow),
-        retry=retry,
-        linear=linear_issues(policy, view.flow, shared.accounting) if view.linear else None,
-    )
+    """The GitHub access and everything a tick and a turn use, for ``view``'s repository
+    (the claimer is the daemon's, shared by its repositories)."""
+    github = github_access(shared, view, credentials=credentials, retry=retry)
     builder = SnapshotBuilder(github, shared.records, shared.switches)
     writes = (
         LinearWrites(github, github.linear, agents, repo_source)
@@ -170,14 +180,6 @@ def build_parts(
         clock=shared.clock,
         health=shared.health,
     )
-    claimer = TurnClaimer(
-        db=shared.db,
-        records=shared.records,
-        pool=shared.pool,
-        replica_id=shared.replica_id,
-        lease_ttl=lease_ttl,
-        clock=shared.clock,
-    )
     executor = Executor(records=shared.records, gate=gate, claimer=claimer, clock=shared.clock)
     tick = Tick(builder=builder, executor=executor, claimer=claimer)
     return Parts(github=github, builder=builder, gate=gate, turns=turns, claimer=claimer, tick=tick)
@@ -202,7 +204,7 @@ def preflight(github: GitHubAccess, view: PolicyView) -> RepoSource | None:
         log.warning("preflight_failed", error=str(error))
         return None
     clone_url = str((data or {}).get("clone_url") or "")
-    log.info("preflight_passed", login=login, clone_url=clone_url)
+    log.info("preflight_passed", login=login, repo=view.repo, clone_url=clone_url)
     return github.repo_source(clone_url) if clone_url else None
 
 

@@ -13,7 +13,10 @@ this replica holds but no local turn backs (its worker died with the
 database connection) is handed back at once, so no issue waits on it. The leader counts every
 open claim as a running turn, so nothing is planned for an issue while any
 replica works on it. A cancellation is written on the claim; the replica
-holding it stops the agent at its next claim pass.
+holding it stops the agent at its next claim pass. One claimer serves every
+repository of the daemon: a claim is run with the parts of its repository
+(:class:`RepoWork`), and a claim of a repository the daemon no longer tracks
+is closed unrun.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from orchestrator.agent import RepoSource
@@ -40,6 +44,20 @@ from orchestrator.store.fencing import Fence
 from orchestrator.store.outage import is_unreachable
 
 log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class RepoWork:
+    """What a turn of one repository runs with: the policy's view of it, where its
+    workspaces clone from, and the turn runner that pushes and records to it."""
+
+    view: PolicyView
+    source: RepoSource
+    turns: TurnRunner
+
+
+# The parts of a repository, by its name (None: the daemon does not track it now).
+WorkFor = Callable[[str], RepoWork | None]
 
 
 class TurnClaimer:
@@ -121,11 +139,9 @@ class TurnClaimer:
             for repo, number, reason in self.db.claims.cancelled(self.replica_id)
         )
 
-    def claim_ready(
-        self, *, view: PolicyView, agents: AgentWiring, source: RepoSource, turns: TurnRunner
-    ) -> int:
+    def claim_ready(self, *, agents: AgentWiring, work_for: WorkFor) -> int:
         """Claim queued turns up to the free worker threads and start them; returns how many."""
-        self.apply_held(turns)
+        self.apply_held(work_for)
         now = self.clock()
         started = 0
         for claim_id in self.db.claims.claimable(now=now, limit=self.pool.free):
@@ -135,18 +151,28 @@ class TurnClaimer:
                 )
                 if claimed is None:
                     continue
-                if self._start(claimed, view=view, agents=agents, source=source, turns=turns):
+                work = work_for(claimed.repo)
+                if work is None:
+                    log.warning(
+                        "claim_dropped",
+                        issue=issue_key(claimed.repo, claimed.number),
+                        reason="the repository is not tracked any more",
+                    )
+                    self.db.claims.finish(claimed.claim_id, self.replica_id, now=now)
+                    continue
+                if self._start(claimed, agents=agents, work=work):
                     started += 1
         return started
 
-    def apply_held(self, turns: TurnRunner) -> int:
+    def apply_held(self, work_for: WorkFor) -> int:
         """Apply the turns held during a database outage and close their claims; how many."""
         with self._held_lock:
             holding = list(self._holding.items())
             unfinished = list(self._unfinished.items())
         applied = 0
         for claim_id, (held, epoch) in holding:
-            if turns.conclude(held) is not None:
+            work = work_for(held.slot.ref.repo)
+            if work is not None and work.turns.conclude(held) is not None:
                 return applied  # still away: try again at the next pass
             with self._held_lock:
                 self._holding.pop(claim_id, None)
@@ -174,15 +200,7 @@ class TurnClaimer:
         if not finished:
             log.warning("claim_lost", run_id=slot.run_id, issue=str(slot.ref))
 
-    def _start(
-        self,
-        claimed: Claimed,
-        *,
-        view: PolicyView,
-        agents: AgentWiring,
-        source: RepoSource,
-        turns: TurnRunner,
-    ) -> bool:
+    def _start(self, claimed: Claimed, *, agents: AgentWiring, work: RepoWork) -> bool:
         now = self.clock()
         bind_context(replica=self.replica_id)
         if claimed.previous_run_id is not None:
@@ -232,9 +250,9 @@ class TurnClaimer:
             issue=inputs.issue,
             record=row.record,
             pr=inputs.pr,
-            view=view,
+            view=work.view,
             agents=agents,
-            source=source,
+            source=work.source,
             fence=Fence.claim(claimed.claim_id, self.replica_id, claimed.epoch),
         )
         slot = TurnSlot(
@@ -245,10 +263,10 @@ class TurnClaimer:
             attempt=dispatch.attempt,
             started_at=now,
         )
-        work = functools.partial(self._work, turns, job, claimed.claim_id, claimed.epoch)
+        run = functools.partial(self._work, work.turns, job, claimed.claim_id, claimed.epoch)
         with self._held_lock:
             self._held[claimed.claim_id] = (slot, claimed.epoch)
-        if not self.pool.submit(slot, work):
+        if not self.pool.submit(slot, run):
             with self._held_lock:
                 self._held.pop(claimed.claim_id, None)
             self.db.claims.release_one(claimed.claim_id, self.replica_id)

@@ -69,8 +69,8 @@ class ClusterRole:
         self.lease_s = lease_s
         self.clock = clock
         self.version = version
-        self._fence: Fence | None = None
-        self._repo: str | None = None
+        # The poll leases this replica holds, by repository (in the order they were taken).
+        self._fences: dict[str, Fence] = {}
 
     # ------------------------------------------------------------ presence
 
@@ -93,7 +93,7 @@ class ClusterRole:
         """On a clean shutdown: give up every lease and mark this replica stopped."""
         released = self.db.leases.release_all(self.replica_id)
         self.db.replicas.stopped(self.replica_id, now=self.clock())
-        self._fence = None
+        self._fences.clear()
         return released
 
     def live_replicas(self) -> int:
@@ -114,43 +114,59 @@ class ClusterRole:
 
     @property
     def leading(self) -> tuple[str, ...]:
-        return (self._repo,) if self._fence is not None and self._repo is not None else ()
+        """The repositories whose poll lease this replica holds."""
+        return tuple(self._fences)
 
     @property
     def fence(self) -> Fence | None:
-        """The poll lease this replica's tick writes under (None on a follower)."""
-        return self._fence
+        """The first poll lease this replica's ticks write under (None on a follower)."""
+        return next(iter(self._fences.values()), None)
+
+    def fence_of(self, repo: str) -> Fence | None:
+        """The poll lease ``repo``'s tick writes under (None when another replica leads it)."""
+        return self._fences.get(repo)
 
     def lead(self, repo: str) -> Leadership:
         """Take or keep ``repo``'s poll lease; logs when leadership is taken or lost."""
         name = poll_lease_name(repo)
         epoch = self.db.leases.acquire(name, self.replica_id, ttl=self.ttl, now=self.clock())
-        previous = self._fence
+        previous = self._fences.pop(repo, None)
         if epoch is None:
             if previous is not None:
                 log.warning("leadership_lost", lease=name, epoch=previous.epoch)
-            self._fence = None
-        else:
-            self._fence = Fence.lease(name, self.replica_id, epoch)
-            if previous is None or previous.epoch != epoch:
-                log.info("leadership_taken", lease=name, epoch=epoch)
-        self._repo = repo
-        return Leadership(repo, self._fence)
+            return Leadership(repo, None)
+        fence = Fence.lease(name, self.replica_id, epoch)
+        self._fences[repo] = fence
+        if previous is None or previous.epoch != epoch:
+            log.info("leadership_taken", lease=name, epoch=epoch)
+        return Leadership(repo, fence)
 
-    def heartbeat(self, repo: str) -> bool:
-        """Beat, renew the poll lease (or try to take it over); True when leadership was taken.
+    def drop(self, repo: str) -> None:
+        """Give up ``repo``'s poll lease (the policy stopped tracking it)."""
+        fence = self._fences.pop(repo, None)
+        if fence is not None:
+            self.db.leases.release(fence.key, self.replica_id)
+            log.info("leadership_released", lease=fence.key, epoch=fence.epoch)
+
+    def heartbeat(self, *repos: str) -> bool:
+        """Beat, renew the poll leases (or try to take them over); True when one was taken.
 
         A leader whose renewal fails (the lease expired: this process stalled)
-        stops leading at once; its writes under the old epoch are refused.
+        stops leading that repository at once; its writes under the old epoch are
+        refused.
         """
         now = self.clock()
         self.db.replicas.beat(self.replica_id, ttl=self.ttl, now=now)
-        if self._fence is not None:
-            if self.db.leases.renew(self._fence.key, self.replica_id, ttl=self.ttl, now=now):
-                return False
-            log.warning("leadership_lost", lease=self._fence.key, epoch=self._fence.epoch)
-            self._fence = None
-        return self.lead(repo).leading
+        taken = False
+        for repo in repos:
+            fence = self._fences.get(repo)
+            if fence is not None:
+                if self.db.leases.renew(fence.key, self.replica_id, ttl=self.ttl, now=now):
+                    continue
+                log.warning("leadership_lost", lease=fence.key, epoch=fence.epoch)
+                del self._fences[repo]
+            taken = self.lead(repo).leading or taken
+        return taken
 
     def leader(self, repo: str) -> str | None:
         """Who leads ``repo`` now (any replica), on the database's clock."""

@@ -43,6 +43,7 @@ from orchestrator.logs import (
     get_logger,
     redact_text,
     register_secret,
+    unbind_context,
 )
 from orchestrator.runtime.assembly import (
     AssemblyError,
@@ -50,11 +51,13 @@ from orchestrator.runtime.assembly import (
     Shared,
     Store,
     build_parts,
+    github_access,
     guess_clone_url,
     open_store,
     preflight,
     web_base,
 )
+from orchestrator.runtime.claimer import RepoWork, TurnClaimer
 from orchestrator.runtime.cluster import DEFAULT_LEASE_S, ClusterRole
 from orchestrator.runtime.containment import log_sandbox, sandbox_status
 from orchestrator.runtime.feed_keeper import FeedKeeper
@@ -65,8 +68,10 @@ from orchestrator.runtime.polling_status import CycleCosts, PollingStatus, resou
 from orchestrator.runtime.records import RecordStore
 from orchestrator.runtime.recovery import RecoveryReport, recover_after_restart
 from orchestrator.runtime.status import BudgetStatus, RuntimeStatus
+from orchestrator.runtime.sweep import SweepStatus
 from orchestrator.runtime.switches import SwitchBoard
-from orchestrator.runtime.tick import TickReport
+from orchestrator.runtime.tick import TickReport, combined
+from orchestrator.runtime.units import DiscoveryError, Unit, opted_in, tracked_repos
 from orchestrator.runtime.wiring import (
     AgentWiring,
     PolicyView,
@@ -75,6 +80,7 @@ from orchestrator.runtime.wiring import (
     agent_wiring_key,
     build_agent_wiring,
     credential_key,
+    first_view,
     github_endpoint,
     policy_credentials,
     tracker_settings,
@@ -96,6 +102,13 @@ CANCEL_WAIT_S = 10.0
 # How often the main thread wakes to run the handlers of signals other threads received.
 SIGNAL_POLL_S = 0.25
 REPLICA_ENV = "ORCHESTRATOR_REPLICA_ID"
+
+
+class _Unreachable:
+    """A repository's tick found the database out of reach: the whole tick stops there."""
+
+
+_UNREACHABLE = _Unreachable()
 
 
 class DaemonError(RuntimeError):
@@ -150,7 +163,6 @@ class Daemon:
         self._grace_flag = grace_s
         self.replica_id = replica_id or default_replica_id()
         self.lease_s = lease_s
-        self._finished_claims = 0
         self._env = env
         self._harden = harden
         self._hardened = False
@@ -178,7 +190,11 @@ class Daemon:
         self._store: Store | None = None
         self._agents_key: tuple[object, ...] | None = None
         self._db_url = ""
-        self._repo_source: RepoSource | None = None
+        # The repositories this daemon polls, in the policy's order (the first is ``view``'s).
+        self.units: dict[str, Unit] = {}
+        # When the App installation's repositories were last read (tracker.repo_opt_in_label).
+        self._discovered: tuple[str, ...] = ()
+        self._discovered_at: float | None = None
         # Live status, read by status().
         self.started_at = clock()
         self.ticks = 0
@@ -200,8 +216,9 @@ class Daemon:
         self.switches: SwitchBoard
         self.pool: WorkerPool
         self.agents: AgentWiring
-        self.parts: Parts
+        self.claimer: TurnClaimer
         self.cluster: ClusterRole
+        self._credentials: TokenProvider
 
     @property
     def grace_s(self) -> float:
@@ -216,6 +233,16 @@ class Daemon:
         """The repositories this replica polls now (empty on a follower)."""
         return self.cluster.leading if hasattr(self, "cluster") else ()
 
+    @property
+    def parts(self) -> Parts:
+        """The first repository's parts (GitHub access, builder, gate, turn runner)."""
+        return next(iter(self.units.values())).parts
+
+    @property
+    def repos(self) -> tuple[str, ...]:
+        """The repositories this daemon polls."""
+        return tuple(self.units)
+
     # =============================================================== start-up
 
     def start(self) -> None:
@@ -228,8 +255,8 @@ class Daemon:
         except PolicyError as error:
             raise DaemonError(f"invalid policy:\n{error}") from None
         try:
-            self.view = PolicyView.of(self.source.current)
-            credentials = policy_credentials(self.view.policy)
+            self.view = first_view(self.source.current)
+            self._credentials = policy_credentials(self.view.policy)
         except WiringError as error:
             raise DaemonError(str(error)) from None
         register_secret(self.view.policy.server.token)
@@ -243,7 +270,7 @@ class Daemon:
         self.db = self._store.db
         # The first tick's conditional requests then find their ETags in memory.
         warmed = self.db.http_cache.warm()
-        bind_context(repo=self.view.repo, replica=self.replica_id)
+        bind_context(replica=self.replica_id)
         self.cluster = ClusterRole(
             self.db, replica_id=self.replica_id, lease_s=self.lease_s, clock=self.clock
         )
@@ -253,15 +280,20 @@ class Daemon:
         self.pool = WorkerPool(self.view.policy.agent.max_concurrent_agents, clock=self.clock)
         self.pool.on_first_event = self._first_event
         self.pool.on_finished = self.request_tick
+        self.claimer = TurnClaimer(
+            db=self.db,
+            records=self.records,
+            pool=self.pool,
+            replica_id=self.replica_id,
+            lease_ttl=lambda: self.cluster.ttl,
+            clock=self.clock,
+        )
         try:
             self._build_agents(self.view.workflow)
-        except (SettingsError, WiringError) as error:
-            self._close()
-            raise DaemonError(str(error)) from None
-        self.parts = self._build_parts(credentials)
-        try:
-            self._repo_source = preflight(self.parts.github, self.view)
-        except AssemblyError as error:
+            repos = self._find_repos(self.view)
+            self.view = self.view.of_repo(repos[0])
+            self.units = {repo: self._unit(self.view.of_repo(repo)) for repo in repos}
+        except (SettingsError, WiringError, AssemblyError, DiscoveryError, RateLimited) as error:
             self._close()
             raise DaemonError(str(error)) from None
         self.recovery = recover_after_restart(
@@ -277,10 +309,13 @@ class Daemon:
         if self.db.is_sqlite:
             # The file lock makes this the only daemon: leases of a killed one are void.
             self.db.leases.clear()
-        self._finished_claims = self.db.claims.finished_count(self.view.repo)
+        for unit in self.units.values():
+            unit.finished_claims = self.db.claims.finished_count(unit.repo)
+        self._bind()
         self.cluster.join()
         log.info(
             "daemon_started",
+            repos=list(self.units),
             claims_released=released,
             hardened=self._hardened,
             policy=str(self.policy_path),
@@ -294,8 +329,17 @@ class Daemon:
             intents_unconfirmed=self.recovery.unconfirmed,
         )
 
-    def _build_parts(self, credentials: TokenProvider) -> Parts:
-        shared = Shared(
+    def _bind(self) -> None:
+        """Bind this thread's log context: the replica, and the repository when there is one
+        (with several, each repository's lines name their own)."""
+        bind_context(replica=self.replica_id)
+        if len(self.units) == 1:
+            bind_context(repo=self.view.repo)
+        else:
+            unbind_context("repo")
+
+    def _shared(self) -> Shared:
+        return Shared(
             db=self.db,
             records=self.records,
             switches=self.switches,
@@ -305,15 +349,44 @@ class Daemon:
             replica_id=self.replica_id,
             clock=self.clock,
         )
+
+    def _unit(self, view: PolicyView) -> Unit:
+        """The parts of ``view``'s repository, checked against GitHub (preflight)."""
+        unit = Unit(view, self._build_parts(view))
+        unit.source = preflight(unit.parts.github, view)
+        return unit
+
+    def _build_parts(self, view: PolicyView) -> Parts:
+        repo = view.repo
         return build_parts(
-            shared,
-            self.view,
-            credentials=credentials,
+            self._shared(),
+            view,
+            credentials=self._credentials,
             agents=lambda: self.agents,
-            repo_source=self.repo_source,
-            lease_ttl=lambda: self.cluster.ttl,
+            repo_source=lambda: self.repo_source(repo),
+            claimer=self.claimer,
             retry=self._github_retry,
         )
+
+    def _find_repos(self, view: PolicyView) -> tuple[str, ...]:
+        """The repositories to poll: those the policy names, and the App installation's that
+        carry ``tracker.repo_opt_in_label`` (read again every discovery interval)."""
+        label = view.policy.tracker.repo_opt_in_label
+        if label:
+            access = github_access(
+                self._shared(), view, credentials=self._credentials, retry=self._github_retry
+            )
+            self._discovered = opted_in(access, label)
+            self._discovered_at = time.monotonic()
+            log.info("repos_discovered", label=label, repos=list(self._discovered))
+        repos = tracked_repos(view, self._discovered if label else ())
+        if not repos:
+            raise WiringError(
+                f"tracker.repo_opt_in_label: no repository of the App's installation has the "
+                f"label {label!r}; create it in a repository to track that repository, or name "
+                "one in tracker.repos"
+            )
+        return repos
 
     def _build_agents(self, workflow: Workflow) -> None:
         policy = workflow.policy
@@ -331,11 +404,17 @@ class Daemon:
         if self.agents.sandbox is not None:
             log_sandbox(self.agents.sandbox)
 
-    def repo_source(self) -> RepoSource:
-        """Where workspaces clone the repository from (with the token as a header only)."""
-        if self._repo_source is None:
-            self._repo_source = self.parts.github.repo_source(guess_clone_url(self.view))
-        return self._repo_source
+    def repo_source(self, repo: str | None = None) -> RepoSource:
+        """Where workspaces clone ``repo`` (default: the first) from (the token as a header
+        only)."""
+        unit = self.units[repo] if repo is not None else next(iter(self.units.values()))
+        if unit.source is None:
+            unit.source = unit.parts.github.repo_source(guess_clone_url(unit.view))
+        return unit.source
+
+    def _work_for(self, repo: str) -> RepoWork | None:
+        unit = self.units.get(repo)
+        return unit.work(self.repo_source(repo)) if unit is not None else None
 
     # =============================================================== control
 
@@ -394,55 +473,51 @@ class Daemon:
                 self.rate_limit_deferrals += 1
                 return None
             self.rate_limited_until = None
+        reports: list[TickReport] = []
+        errors: list[str] = []
+        ran = False
         try:
-            leadership = self.cluster.lead(self.view.repo)
-            if not leadership.leading:
-                self.db_health.succeeded()
-                return None
-            # Turns that ended before this tick are seen by it; the claim job asks for none.
-            self._finished_claims = self.db.claims.finished_count(self.view.repo)
-            # A start or a takeover resumes the feed the last leader saved.
-            self.feeds.resume(self.parts.github.feed)
-        except Exception as error:
-            if not is_unreachable(error):
-                raise
-            self.db_health.failed(error, where="tick")
-            self.last_tick_error = f"database unreachable: {short_message(error)}"
-            return None
-        try:
-            report = self.parts.tick.run(
-                view=self.cluster.scaled(self.view),
-                agents=self.agents,
-                source=self.repo_source(),
-                now=now,
-                dispatching=not self._stopping,
-                fence=leadership.fence,
-                only=only,
-                on_dispatched=self._claim,
-                follow_moved=follow_moved,
-            )
-        except RateLimited as limited:
-            self._rate_limited(limited)
-            return None
-        except Exception as error:
-            if is_unreachable(error):
-                self.db_health.failed(error, where="tick")
-                self.last_tick_error = f"database unreachable: {short_message(error)}"
-                return None
-            # Shown on the status API and the dashboard: no credential an error may quote.
-            self.last_tick_error = redact_text(f"{type(error).__name__}: {error}")
-            log.exception("tick_failed")
-            return None
+            for unit in list(self.units.values()):
+                focus = None if only is None else frozenset(r for r in only if r.repo == unit.repo)
+                if focus is not None and not focus:
+                    continue
+                outcome = self._tick_unit(unit, now, focus, follow_moved)
+                if isinstance(outcome, RateLimited):
+                    self._rate_limited(outcome)
+                    ran = True
+                    break
+                if isinstance(outcome, _Unreachable):
+                    return None
+                if isinstance(outcome, str):
+                    errors.append(outcome)
+                    ran = True
+                elif outcome is not None:
+                    reports.append(outcome)
+                    ran = True
         finally:
-            self.ticks += 1
-            self.last_tick_at = now
-            self.last_tick_duration_s = (self.clock() - now).total_seconds()
-            self.cycle_costs.add(self.accounting.take_tick_units())
-        self.last_tick_error = None
+            if ran or reports:
+                self.ticks += 1
+                self.last_tick_at = now
+                self.last_tick_duration_s = (self.clock() - now).total_seconds()
+                self.cycle_costs.add(self.accounting.take_tick_units())
+            self._bind()
+        if errors:
+            self.last_tick_error = "; ".join(errors)
+        elif ran:
+            self.last_tick_error = None
+        if not reports:
+            if not errors:
+                self.db_health.succeeded()
+            return None
+        report = combined(reports, issues=sum(r.issues for r in reports))
         self.last_tick_issues = report.issues
-        if only is None:
-            self._save_feed()
-        if self._freeze_heap and only is None and not self._heap_frozen and not self._catching_up():
+        if (
+            self._freeze_heap
+            and only is None
+            and not errors
+            and not self._heap_frozen
+            and not self._catching_up()
+        ):
             # What the first whole tick read (records, pull request states, the issue feed)
             # mostly lives as long as the process: the garbage collector stops walking it
             # at every collection (at 10,000 issues that walking took about 15% of a tick).
@@ -452,7 +527,7 @@ class Daemon:
         self.dispatches += report.execution.dispatched
         if report.execution.dispatched:
             # The leader takes what its own threads can run at once; other replicas the rest.
-            self._claim()
+            self.claim_ready()
         if report.execution.rate_limited is not None:
             self._rate_limited(report.execution.rate_limited)
         elif report.execution.changed:
@@ -461,10 +536,62 @@ class Daemon:
             self._ask_again(report.execution.touched)
         return report
 
-    def _save_feed(self, *, force: bool = False) -> None:
-        """Save the issue feed for the next start; a failure costs that start a full read."""
+    def _tick_unit(
+        self,
+        unit: Unit,
+        now: datetime,
+        only: frozenset[IssueRef] | None,
+        follow_moved: bool,
+    ) -> TickReport | RateLimited | str | _Unreachable | None:
+        """One repository's part of a tick: its report; None when another replica leads it;
+        the rate limit that stopped it; or the error that failed it (a line)."""
+        bind_context(repo=unit.repo)
         try:
-            self.feeds.save(self.parts.github.feed, force=force)
+            leadership = self.cluster.lead(unit.repo)
+            if not leadership.leading:
+                return None
+            # Turns that ended before this tick are seen by it; the claim job asks for none.
+            unit.finished_claims = self.db.claims.finished_count(unit.repo)
+            # A start or a takeover resumes the feed the last leader saved.
+            self.feeds.resume(unit.parts.github.feed)
+        except Exception as error:
+            if not is_unreachable(error):
+                raise
+            self.db_health.failed(error, where="tick")
+            self.last_tick_error = f"database unreachable: {short_message(error)}"
+            return _UNREACHABLE
+        try:
+            report = unit.parts.tick.run(
+                view=self.cluster.scaled(unit.view),
+                agents=self.agents,
+                source=self.repo_source(unit.repo),
+                now=now,
+                dispatching=not self._stopping,
+                fence=leadership.fence,
+                only=only,
+                on_dispatched=self.claim_ready,
+                follow_moved=follow_moved,
+            )
+        except RateLimited as limited:
+            return limited
+        except Exception as error:
+            if is_unreachable(error):
+                self.db_health.failed(error, where="tick")
+                self.last_tick_error = f"database unreachable: {short_message(error)}"
+                return _UNREACHABLE
+            log.exception("tick_failed")
+            # Shown on the status API and the dashboard: no credential an error may quote.
+            failure = redact_text(f"{type(error).__name__}: {error}")
+            return f"{unit.repo}: {failure}" if len(self.units) > 1 else failure
+        if only is None:
+            self._save_feed(unit)
+        return report
+
+    def _save_feed(self, unit: Unit, *, force: bool = False) -> None:
+        """Save a repository's issue feed for the next start; a failure costs that start a
+        full read."""
+        try:
+            self.feeds.save(unit.parts.github.feed, force=force)
         except Exception as error:
             if is_unreachable(error):
                 self.db_health.failed(error, where="feed")
@@ -482,7 +609,11 @@ class Daemon:
         )
 
     def _catching_up(self) -> bool:
-        return any(c.left for c in self.parts.tick.builder.catching_up.values())
+        return any(
+            c.left
+            for unit in self.units.values()
+            for c in unit.parts.tick.builder.catching_up.values()
+        )
 
     def _ask_again(self, issues: set[IssueRef]) -> None:
         """Ask for a follow-up tick over ``issues`` (a whole tick, if one is pending)."""
@@ -493,15 +624,12 @@ class Daemon:
             elif self._focus is not None:
                 self._focus |= issues
 
-    def _claim(self) -> int:
+    def claim_ready(self) -> int:
         """Start queued turns in this replica's free threads; pass cancellations on."""
-        parts = self.parts
-        parts.claimer.pass_cancellations()
+        self.claimer.pass_cancellations()
         if self._stopping:
             return 0
-        return parts.claimer.claim_ready(
-            view=self.view, agents=self.agents, source=self.repo_source(), turns=parts.turns
-        )
+        return self.claimer.claim_ready(agents=self.agents, work_for=self._work_for)
 
     def _guarded(self, where: str, job: Callable[[], None]) -> None:
         """Run a scheduler job's database work; an outage is counted, not raised or traced."""
@@ -516,50 +644,112 @@ class Daemon:
 
     def _claim_job(self) -> None:
         # Scheduler threads do not inherit the main thread's context variables.
-        bind_context(repo=self.view.repo, replica=self.replica_id)
+        self._bind()
         self._guarded("claim", self._claim_and_follow)
 
     def _claim_and_follow(self) -> None:
-        self._claim()
-        if self.leading:
-            finished = self.db.claims.finished_count(self.view.repo)
-            if finished != self._finished_claims:
-                # A turn ended on some replica: plan its next step now.
-                self._finished_claims = finished
-                self.request_tick()
+        self.claim_ready()
+        ended = False
+        for repo in self.leading:
+            unit = self.units.get(repo)
+            if unit is None:
+                continue
+            finished = self.db.claims.finished_count(repo)
+            if finished != unit.finished_claims:
+                unit.finished_claims = finished
+                ended = True
+        if ended:
+            # A turn ended on some replica: plan its next step now.
+            self.request_tick()
 
     def _refresh_policy(self) -> None:
         outcome = self.source.refresh()
         if outcome is ReloadOutcome.REJECTED:
             self.policy_reload_errors += 1
         if outcome is not ReloadOutcome.APPLIED:
+            if self._discovery_due():
+                self._apply_units(self.view)
             return
         workflow = self.source.current
         try:
-            view = PolicyView.of(workflow)
+            view = first_view(workflow)
             key = credential_key(workflow.policy)
-            tracker = tracker_settings(workflow.policy, view.flow)
             self._build_agents(workflow)
+            credentials = (
+                self._credentials
+                if key == self.parts.github.credential_key
+                else policy_credentials(workflow.policy)
+            )
         except (WiringError, SettingsError) as error:
             log.error("policy_not_applied", error=str(error))
             return
         previous = self.view
-        self.view = view
+        self._credentials = credentials
         self.switches.kill_switch_file = view.kill_switch_file
         self.pool.resize(workflow.policy.agent.max_concurrent_agents)
-        if not self.parts.github.same_as(github_endpoint(workflow.policy), key, tracker):
-            try:
-                credentials = policy_credentials(workflow.policy)
-            except WiringError as error:
-                log.error("policy_not_applied", error=str(error))
-                return
-            self.parts = self._build_parts(credentials)
-            self._repo_source = None
-        if view.interval_s != previous.interval_s and self._scheduler is not None:
-            self._scheduler.reschedule_job("poll", trigger="interval", seconds=view.interval_s)
+        self._apply_units(view)
+        if self.view.interval_s != previous.interval_s and self._scheduler is not None:
+            self._scheduler.reschedule_job("poll", trigger="interval", seconds=self.view.interval_s)
         log.info(
-            "policy_reload", digest=workflow.digest[:12], rollout_mode=view.flow.rollout_mode.value
+            "policy_reload",
+            digest=workflow.digest[:12],
+            rollout_mode=self.view.flow.rollout_mode.value,
+            repos=list(self.units),
         )
+
+    def _discovery_due(self) -> bool:
+        tracker = self.view.policy.tracker
+        if not tracker.repo_opt_in_label or self._discovered_at is None:
+            return False
+        elapsed = time.monotonic() - self._discovered_at
+        return elapsed >= tracker.repo_discovery_interval_ms / 1000
+
+    def _apply_units(self, view: PolicyView) -> None:
+        """Poll the repositories ``view``'s policy names now: keep the parts of those whose
+        GitHub access is unchanged, make those of the others, let go of the rest.
+
+        A repository whose parts cannot be made (preflight refused it) is left out
+        with an error line and tried again at the next reload or discovery; one
+        the daemon already polled keeps its parts.
+        """
+        try:
+            repos = self._find_repos(view)
+        except (DiscoveryError, RateLimited, WiringError) as error:
+            # The installation could not be read: the repositories polled so far stay.
+            self._discovered_at = time.monotonic()
+            log.error("repos_not_discovered", error=str(error))
+            repos = tracked_repos(view, self._discovered) or tuple(self.units)
+        policy = view.policy
+        units: dict[str, Unit] = {}
+        for repo in repos:
+            repo_view = view.of_repo(repo)
+            unit = self.units.get(repo)
+            tracker = tracker_settings(policy, repo_view.flow, repo)
+            endpoint = github_endpoint(policy)
+            if unit is not None and unit.parts.github.same_as(
+                endpoint, credential_key(policy), tracker
+            ):
+                unit.view = repo_view
+                units[repo] = unit
+                continue
+            try:
+                units[repo] = self._unit(repo_view)
+            except AssemblyError as error:
+                log.error("repo_not_polled", repo=repo, error=str(error))
+                if unit is not None:
+                    units[repo] = unit
+        if not units:
+            log.error("policy_not_applied", error="no repository could be polled")
+            return
+        for repo in self.units.keys() - units.keys():
+            self.cluster.drop(repo)
+            log.info("repo_dropped", repo=repo)
+        for repo in units.keys() - self.units.keys():
+            units[repo].finished_claims = self.db.claims.finished_count(repo)
+            log.info("repo_added", repo=repo)
+        self.units = units
+        self.view = next(iter(units.values())).view
+        self._bind()
 
     # ============================================================ scheduling
 
@@ -582,14 +772,14 @@ class Daemon:
                 heartbeat_s=heartbeat,
             )
         )
-        self.notifier.ready(f"polling {self.view.repo} every {interval:g} s")
+        self.notifier.ready(f"polling {', '.join(self.units)} every {interval:g} s")
         # systemd hears READY=1 before the first WATCHDOG=1.
         self._ready.set()
         log.info("daemon_ready", interval_s=interval, heartbeat_s=heartbeat)
 
     def _poll_job(self) -> None:
         # Scheduler threads do not inherit the main thread's context variables.
-        bind_context(repo=self.view.repo, replica=self.replica_id)
+        self._bind()
         with self._request_lock:
             self._ticking = True
         chained = 0
@@ -620,15 +810,15 @@ class Daemon:
                 self._ticking = False
 
     def _heartbeat(self) -> None:
-        bind_context(repo=self.view.repo, replica=self.replica_id)
+        self._bind()
         if self._ready.is_set():
             self.notifier.watchdog()
         self._guarded("heartbeat", self._beat)
 
     def _beat(self) -> None:
         # Claims first: a turn whose claim was lost is cancelled before anything else.
-        self.parts.claimer.renew()
-        if self.cluster.heartbeat(self.view.repo) and not self._stopping:
+        self.claimer.renew()
+        if self.cluster.heartbeat(*self.units) and not self._stopping:
             # The previous leader is gone: tick now rather than at the next interval.
             self.request_tick()
 
@@ -750,14 +940,15 @@ class Daemon:
         self.pool.shutdown()
         now = self.clock()
         interrupted = released = 0
-        if self.leading:
-            self._save_feed(force=True)
+        for repo in self.leading:
+            if repo in self.units:
+                self._save_feed(self.units[repo], force=True)
         try:
-            self.parts.claimer.apply_held(self.parts.turns)
+            self.claimer.apply_held(self._work_for)
             interrupted = self.db.runs.interrupt_unfinished(
                 now=now, replica_id=None if self.db.is_sqlite else self.replica_id
             )
-            self.parts.claimer.release()
+            self.claimer.release()
             released = self.cluster.leave()
         except Exception as error:
             if not is_unreachable(error):
@@ -796,7 +987,7 @@ class Daemon:
             started_at=self.started_at,
             rollout_mode=self.view.flow.rollout_mode.value,
             policy_path=str(self.policy_path),
-            repos=(self.view.repo,),
+            repos=self.repos,
             policy_error="\n".join(failure.messages) if failure is not None else None,
             brake_active=self.switches.local_file_active(),
             stopped_repos=self.switches.stopped_repos(),
@@ -819,9 +1010,9 @@ class Daemon:
         )
 
     def _polling_status(self) -> PollingStatus | None:
-        if not self.leading:
+        builders = [self.units[r].parts.builder for r in self.leading if r in self.units]
+        if not builders:
             return None
-        builder = self.parts.builder
         return PollingStatus(
             interval_s=self.view.interval_s,
             issues=self.last_tick_issues,
@@ -831,8 +1022,10 @@ class Daemon:
                 self.view.interval_s,
                 self.clock(),
             ),
-            sweep=builder.sweep.status(),
-            catching_up=tuple(c.describe() for c in builder.catching_up.values() if c.left),
+            sweep=SweepStatus.combined([b.sweep.status() for b in builders]),
+            catching_up=tuple(
+                c.describe() for b in builders for c in b.catching_up.values() if c.left
+            ),
         )
 
     # ================================================================= tests

@@ -155,7 +155,7 @@ class _Execution:
 
     @cached_property
     def tracker(self) -> TrackerSettings:
-        return tracker_settings(self.view.policy, self.view.flow)
+        return tracker_settings(self.view.policy, self.view.flow, self.view.repo)
 
 
 class Executor:

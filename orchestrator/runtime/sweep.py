@@ -41,6 +41,18 @@ class SweepStatus:
     # Whether the last tick stopped its slice short (its time budget ran out).
     behind: bool
 
+    @classmethod
+    def combined(cls, sweeps: list[SweepStatus]) -> SweepStatus:
+        """The sweeps of several repositories as one (counts added, the slowest pass)."""
+        passes = [s.last_pass_ticks for s in sweeps if s.last_pass_ticks is not None]
+        return cls(
+            passive=sum(s.passive for s in sweeps),
+            read_this_pass=sum(s.read_this_pass for s in sweeps),
+            spread=max((s.spread for s in sweeps), default=1),
+            last_pass_ticks=max(passes) if passes else None,
+            behind=any(s.behind for s in sweeps),
+        )
+
 
 class PassiveSweep:
     """A cursor over the passive pull requests, sliced per tick. Thread-safe."""

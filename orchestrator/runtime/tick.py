@@ -40,7 +40,7 @@ class TickReport:
     execution: ExecutionReport = field(default_factory=ExecutionReport)
 
 
-def _combined(passes: list[TickReport], *, issues: int) -> TickReport:
+def combined(passes: list[TickReport], *, issues: int) -> TickReport:
     """The passes of one tick as one report."""
     execution = passes[0].execution
     for later in passes[1:]:
@@ -118,14 +118,14 @@ class Tick:
         for _ in range(MAX_MOVED_FOLLOW_UPS if follow_moved else 0):
             last = passes[-1].execution
             if last.fenced or last.rate_limited is not None:
-                return _combined(passes, issues=passes[0].issues)
+                return combined(passes, issues=passes[0].issues)
             if not last.changed or not last.touched:
                 break
             passes.append(run_pass(frozenset(last.touched), "follow_up"))
         if passes[-1].execution.fenced or passes[-1].execution.rate_limited is not None:
-            return _combined(passes, issues=passes[0].issues)
+            return combined(passes, issues=passes[0].issues)
         whole = run_pass(None, "whole")
-        return _combined([*passes, whole], issues=whole.issues)
+        return combined([*passes, whole], issues=whole.issues)
 
     def _pass(
         self,

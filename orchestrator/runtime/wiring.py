@@ -59,9 +59,29 @@ class WiringError(Exception):
     """The policy cannot drive the daemon (names the setting to change)."""
 
 
+def policy_repos(policy: Policy) -> tuple[str, ...]:
+    """The repositories the policy names: ``tracker.repo``, then ``tracker.repos`` (each once).
+
+    Empty when only ``tracker.repo_opt_in_label`` says which (found on GitHub).
+    """
+    tracker = policy.tracker
+    if tracker.kind is TrackerKind.LINEAR:
+        return (policy_repo(policy),)
+    named = [tracker.repo] if tracker.repo else []
+    seen = {name.lower() for name in named}
+    for repo in tracker.repos:
+        if repo.lower() not in seen:
+            named.append(repo)
+            seen.add(repo.lower())
+    if not named and tracker.repo_opt_in_label is None:
+        policy_repo(policy)  # raises the error naming the setting
+    return tuple(named)
+
+
 def policy_repo(policy: Policy) -> str:
-    """The repository the daemon works on."""
-    repo = policy.tracker.repo
+    """The repository the daemon's credential is found from: ``tracker.repo``, else the first
+    of ``tracker.repos``."""
+    repo = policy.tracker.repo or next(iter(policy.tracker.repos), None)
     if policy.tracker.kind is TrackerKind.LINEAR:
         if not repo:
             raise WiringError(
@@ -128,7 +148,7 @@ def policy_credentials(policy: Policy) -> TokenProvider:
             endpoint=github_endpoint(policy),
             app_id=tracker.app_id,
             private_key=private_key,
-            repo=policy_repo(policy),
+            repo=policy_repo(policy) if tracker.installation_id is None else "",
             installation_id=tracker.installation_id,
         )
     if not tracker.token:
@@ -159,14 +179,15 @@ def key_folder(policy: Policy) -> Path | None:
     return Path(key).parent
 
 
-def tracker_settings(policy: Policy, flow: FlowPolicy) -> TrackerSettings:
-    """The tracker's settings; candidates must also carry the ownership label."""
+def tracker_settings(policy: Policy, flow: FlowPolicy, repo: str | None = None) -> TrackerSettings:
+    """The tracker's settings for ``repo`` (default: the policy's first repository);
+    candidates must also carry the ownership label."""
     tracker = policy.tracker
     if is_linear(policy):
         # GitHub's side: the repository only (its issues are no candidates).
         return TrackerSettings(repo=policy_repo(policy))
     return TrackerSettings(
-        repo=policy_repo(policy),
+        repo=repo if repo is not None else policy_repo(policy),
         required_labels=frozenset(tracker.required_labels) | {flow.ownership_label},
         state_labels=dict(tracker.state_labels),
         active_states=frozenset(tracker.active_states),
@@ -351,15 +372,28 @@ class PolicyView:
         return Path(self.policy.rollout.kill_switch_file)
 
     @classmethod
-    def of(cls, workflow: Workflow) -> PolicyView:
-        return cls(
-            workflow=workflow, flow=flow_policy(workflow.policy), repo=policy_repo(workflow.policy)
-        )
+    def of(cls, workflow: Workflow, repo: str | None = None) -> PolicyView:
+        """The view of ``repo`` (default: the policy's first repository)."""
+        policy = workflow.policy
+        return cls(workflow=workflow, flow=flow_policy(policy), repo=repo or policy_repo(policy))
+
+    def of_repo(self, repo: str) -> PolicyView:
+        """The same policy version, for another of its repositories."""
+        return replace(self, repo=repo)
 
     @property
     def linear(self) -> bool:
         """Whether the issues live in Linear."""
         return is_linear(self.policy)
+
+
+def first_view(workflow: Workflow) -> PolicyView:
+    """The policy's view of its first named repository (of none, when only
+    ``tracker.repo_opt_in_label`` says which: the daemon finds them on GitHub)."""
+    repos = policy_repos(workflow.policy)
+    if repos:
+        return PolicyView.of(workflow, repos[0])
+    return PolicyView(workflow=workflow, flow=flow_policy(workflow.policy), repo="")
 
 
 @dataclass

@@ -202,6 +202,12 @@ def create_repo_label(call: Call) -> Reply:
         return Reply(201, call.shapes.label(repo, label))
 
 
+def delete_repo_label(call: Call) -> Reply:
+    repo = call.repo("write")
+    call.state.delete_label(repo, call.user.login, call.params["name"])
+    return Reply(204, None)
+
+
 # ---------------------------------------------------------------- comments
 
 
@@ -298,4 +304,5 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("GET", REPO + "/labels", list_repo_labels, cacheable=True),
     RouteSpec("POST", REPO + "/labels", create_repo_label),
     RouteSpec("GET", REPO + "/labels/{name:path}", get_repo_label, cacheable=True),
+    RouteSpec("DELETE", REPO + "/labels/{name:path}", delete_repo_label),
 )

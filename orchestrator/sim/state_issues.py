@@ -77,6 +77,20 @@ class IssuesState(AccountsState):
             self._touch()
             return label
 
+    def delete_label(self, repo: Repo, actor: str, name: str) -> None:
+        """Delete a label of the repository, taking it off every issue and pull request that
+        carries it (each gets its ``unlabeled`` event); NotFound if there is none."""
+        with self.lock:
+            account = self.user(actor)
+            if self.find_label(repo, name) is None:
+                raise NotFound("label")
+            for issue in repo.issues.values():
+                if name.lower() in {n.lower() for n in issue.labels}:
+                    self._drop_label(repo, issue, account.login, name)
+                    issue.updated_at = self.now()
+            del repo.labels[name.lower()]
+            self._touch()
+
     def _ensure_label(self, repo: Repo, name: str) -> Label:
         return self.find_label(repo, name) or self.create_label(repo, name)
 

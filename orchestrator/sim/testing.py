@@ -230,11 +230,18 @@ class AppAccount:
         return path
 
 
-def add_app(world: SimWorld, slug: str = "orchestrator-app", **options: Any) -> AppAccount:
-    """Register an App owned by the repository's owner and install it on the repository."""
+def add_app(
+    world: SimWorld,
+    slug: str = "orchestrator-app",
+    *,
+    repos: list[str] | None = None,
+    **options: Any,
+) -> AppAccount:
+    """Register an App owned by the repository's owner and install it on the repository
+    (or on ``repos``)."""
     owner = world.repo.split("/", 1)[0]
     created = world.control.create_app(slug, owner=owner, **options)
-    installed = world.control.install_app(slug, [world.repo])
+    installed = world.control.install_app(slug, repos or [world.repo])
     return AppAccount(
         id=int(created["id"]),
         slug=str(created["slug"]),

@@ -188,8 +188,11 @@ def dashboard(
         "<th>kill switch</th><th>PR</th><th>head</th><th>observed</th><th>next action</th>"
         "<th>waiting</th><th>gates / merge</th><th>agent</th><th>retry due</th></tr>"
     )
-    lines = []
-    for r in rows:
+    lines: list[tuple[str, str]] = []
+    groups = _by_repo(rows)
+    for r in (row for _, members in groups for row in members):
+        if len(groups) > 1 and (not lines or lines[-1][1] != r.repo):
+            lines.append((_repo_heading(r.repo, groups, h), r.repo))
         issue_link = f"/issues/{quote(r.repo)}/{r.number}"
         if r.merge:
             gates = _merge(r.merge, html_base, r.repo)
@@ -206,25 +209,49 @@ def dashboard(
             if r.last_event:
                 agent += f'<br><span class="muted wrap">{_e(r.last_event)}</span>'
         lines.append(
-            f'<tr id="{_e(r.key)}"><td><a class="nw" href="{issue_link}">{_e(r.key)}</a><br>'
-            f'<span class="muted wrap">{_e(r.title)}</span></td>'
-            f'<td class="tracker">{_e(r.tracker_state)}</td><td><b>{_word(r.phase)}</b></td>'
-            f"<td>{_e(r.rollout_mode)}</td><td>{_gate(r.ownership)}</td>"
-            f'<td class="killswitch">{_gate(r.kill_switch)}</td>'
-            f"<td>{_pr(r.pr_number, html_base, r.repo)}</td>"
-            f"<td>{_sha(r.pr_head_sha, html_base, r.repo)}</td>"
-            f"<td>{_when(r.last_observed_at)}</td>"
-            f'<td class="next">{_e(r.next_action)}</td><td>'
-            f'{_word(r.waiting_reason)}</td><td class="gates">{gates}</td>'
-            f"<td>{agent}</td><td>{_when(r.retry_due_at)}</td></tr>"
+            (
+                f'<tr id="{_e(r.key)}"><td><a class="nw" href="{issue_link}">{_e(r.key)}</a><br>'
+                f'<span class="muted wrap">{_e(r.title)}</span></td>'
+                f'<td class="tracker">{_e(r.tracker_state)}</td><td><b>{_word(r.phase)}</b></td>'
+                f"<td>{_e(r.rollout_mode)}</td><td>{_gate(r.ownership)}</td>"
+                f'<td class="killswitch">{_gate(r.kill_switch)}</td>'
+                f"<td>{_pr(r.pr_number, html_base, r.repo)}</td>"
+                f"<td>{_sha(r.pr_head_sha, html_base, r.repo)}</td>"
+                f"<td>{_when(r.last_observed_at)}</td>"
+                f'<td class="next">{_e(r.next_action)}</td><td>'
+                f'{_word(r.waiting_reason)}</td><td class="gates">{gates}</td>'
+                f"<td>{agent}</td><td>{_when(r.retry_due_at)}</td></tr>",
+                r.repo,
+            )
         )
+    body_rows = "".join(line for line, _ in lines)
     table = (
-        f'<table class="issues"><thead>{head}</thead><tbody>{"".join(lines)}</tbody></table>'
+        f'<table class="issues"><thead>{head}</thead><tbody>{body_rows}</tbody></table>'
         if lines
         else "<p>No tracked issues yet.</p>"
     )
     body = f"<h1>Orchestrator</h1>{_header(h)}{table}{_replicas(replicas, h.replica_id)}"
     return _page("orchestrator", body, refresh_s)
+
+
+def _by_repo(rows: list[IssueRow]) -> list[tuple[str, list[IssueRow]]]:
+    """The rows grouped by repository, the repositories in order of name, each group's rows
+    in their given order."""
+    groups: dict[str, list[IssueRow]] = {}
+    for row in rows:
+        groups.setdefault(row.repo, []).append(row)
+    return sorted(groups.items(), key=lambda item: item[0].lower())
+
+
+def _repo_heading(repo: str, groups: list[tuple[str, list[IssueRow]]], h: Header) -> str:
+    count = len(dict(groups)[repo])
+    stopped = ' <span class="active">stopped by its repository-wide label</span>' * (
+        repo in h.stopped_repos
+    )
+    return (
+        f'<tr class="repo" id="repo-{_e(repo)}"><th colspan="14">{_e(repo)} '
+        f'<span class="muted">({count} issue{"s" * (count != 1)})</span>{stopped}</th></tr>'
+    )
 
 
 def _when(iso: str | None, *, time_only: bool = False) -> str:

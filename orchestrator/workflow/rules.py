@@ -95,12 +95,66 @@ def _setting_path(path: str) -> str:
 Rule = Callable[[RuleContext], Iterator[Problem]]
 
 
-def _tracker(ctx: RuleContext) -> Iterator[Problem]:
+def _tracker_repos(ctx: RuleContext) -> Iterator[Problem]:
     tracker = ctx.policy.tracker
-    if tracker.kind is TrackerKind.GITHUB and tracker.repo is None:
-        yield ctx.error("tracker.repo", "required for tracker kind github (owner/name)")
+    opt_in = tracker.repo_opt_in_label
+    if (
+        tracker.kind is TrackerKind.GITHUB
+        and tracker.repo is None
+        and not tracker.repos
+        and opt_in is None
+    ):
+        yield ctx.error(
+            "tracker.repo",
+            "required for tracker kind github (owner/name), unless tracker.repos or "
+            "tracker.repo_opt_in_label names the repositories",
+        )
     if tracker.repo is not None and not _REPO.match(tracker.repo):
         yield ctx.error("tracker.repo", f"expected owner/name, got {tracker.repo!r}")
+    seen: set[str] = {tracker.repo.lower()} if tracker.repo is not None else set()
+    for index, repo in enumerate(tracker.repos):
+        path = f"tracker.repos[{index}]"
+        if not _REPO.match(repo):
+            yield ctx.error(path, f"expected owner/name, got {repo!r}")
+        elif repo.lower() in seen:
+            yield ctx.error(path, f"{repo} is named twice (tracker.repo and tracker.repos count)")
+        seen.add(repo.lower())
+    if tracker.kind is not TrackerKind.GITHUB:
+        for key, given in (
+            ("tracker.repos", bool(tracker.repos)),
+            ("tracker.repo_opt_in_label", opt_in is not None),
+        ):
+            if given:
+                yield ctx.error(
+                    key,
+                    f"only for tracker kind github (kind {tracker.kind.value} works on the one "
+                    "repository of tracker.repo)",
+                )
+    if opt_in is not None:
+        if not opt_in.strip():
+            yield ctx.error("tracker.repo_opt_in_label", "must not be empty")
+        if tracker.auth is not TrackerAuth.APP:
+            yield ctx.error(
+                "tracker.repo_opt_in_label",
+                "needs tracker.auth: app (the repositories are those of the App's installation)",
+            )
+        elif tracker.repo is None and not tracker.repos and tracker.installation_id is None:
+            yield ctx.error(
+                "tracker.installation_id",
+                "required with tracker.repo_opt_in_label when no repository is named (the "
+                "installation is otherwise found from tracker.repo or tracker.repos)",
+            )
+    if tracker.repo_discovery_interval_ms < 60_000:
+        yield ctx.error(
+            "tracker.repo_discovery_interval_ms",
+            f"at least 60000 (one read of every repository's label per discovery), got "
+            f"{tracker.repo_discovery_interval_ms}",
+        )
+
+
+def _tracker(ctx: RuleContext) -> Iterator[Problem]:
+    tracker = ctx.policy.tracker
+    yield from _tracker_repos(ctx)
     parts = urlsplit(tracker.endpoint)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         yield ctx.error(

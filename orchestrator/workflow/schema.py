@@ -101,8 +101,34 @@ class TrackerSettings:
     repo: str | None = field(
         default=None,
         metadata=meta(
-            doc="The repository as `owner/name`. Required for kind `github`; with kind `linear`, "
-            "the GitHub repository the pull requests go to."
+            doc="The repository as `owner/name`. Kind `github`: required unless `tracker.repos` "
+            "or `tracker.repo_opt_in_label` names the repositories; with kind `linear`, the "
+            "GitHub repository the pull requests go to."
+        ),
+    )
+    repos: tuple[str, ...] = field(
+        default=(),
+        metadata=meta(
+            doc="Kind `github`: several repositories as `owner/name`, each polled with its own "
+            "feed, poll lease and repository-wide stop label, all through the one credential "
+            "(every one must be readable with it: under `tracker.auth: app`, installed in the "
+            "App's installation). Instead of, or together with, `tracker.repo`."
+        ),
+    )
+    repo_opt_in_label: str | None = field(
+        default=None,
+        metadata=meta(
+            doc="Kind `github` with `tracker.auth: app`: track every repository of the App's "
+            "installation that has a label of this name (a repository opts in by creating "
+            "it), besides `tracker.repo` and `tracker.repos`; read at start, at a reload and "
+            "every `tracker.repo_discovery_interval_ms`."
+        ),
+    )
+    repo_discovery_interval_ms: int = field(
+        default=300_000,
+        metadata=meta(
+            doc="How often the installation's repositories are read again for "
+            "`tracker.repo_opt_in_label` (at least 60000)."
         ),
     )
     endpoint: str = field(

@@ -122,9 +122,7 @@ def test_a_recorded_turn_whose_claim_was_left_open_is_not_run_again(
             conn.execute(text("UPDATE turn_claims SET finished_at = NULL, owner = NULL"))
         with capture_logs() as logs:
             d = flow.d
-            d.parts.claimer.claim_ready(
-                view=d.view, agents=d.agents, source=d.repo_source(), turns=d.parts.turns
-            )
+            d.claim_ready()
             assert d.wait_idle(30)
         assert [e["run_id"] for e in logs if e["event"] == "claim_already_recorded"] == [run.run_id]
         assert len(flow.d.db.runs.for_issue(1)) == 1
@@ -150,9 +148,7 @@ def test_a_recorded_turn_is_not_run_again_after_a_holder_took_its_claim_over_and
             )
         with capture_logs() as logs:
             d = flow.d
-            d.parts.claimer.claim_ready(
-                view=d.view, agents=d.agents, source=d.repo_source(), turns=d.parts.turns
-            )
+            d.claim_ready()
             assert d.wait_idle(30)
         assert [e["event"] for e in logs if e["event"] == "claim_already_recorded"] == [
             "claim_already_recorded"

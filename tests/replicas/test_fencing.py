@@ -121,9 +121,7 @@ def test_a_replica_whose_claim_expired_cancels_its_agent_and_records_nothing(
             assert claim == ("a", 1)
             # a stalls: its claim expires and b claims the turn (epoch 2).
             expire(pg_url, "UPDATE turn_claims SET lease_expires_at = now() - interval '1 s'")
-            assert b.parts.claimer.claim_ready(
-                view=b.view, agents=b.agents, source=b.repo_source(), turns=b.parts.turns
-            )
+            assert b.claim_ready()
             assert flow_claims(pg_url) == [("b", 2)]
             # a's heartbeat finds the claim gone: its agent is cancelled, its result dropped.
             assert a.parts.claimer.renew() == 0

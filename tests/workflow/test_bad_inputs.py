@@ -73,12 +73,14 @@ BAD: list[Bad] = [
     Bad(
         "no front matter means no tracker repo",
         "Implement {{ issue.title }}\n",
-        "WORKFLOW.md: tracker.repo: required for tracker kind github (owner/name)",
+        "WORKFLOW.md: tracker.repo: required for tracker kind github (owner/name), unless "
+        "tracker.repos or tracker.repo_opt_in_label names the repositories",
     ),
     Bad(
         "empty front matter means no tracker repo",
         "---\n---\nprompt\n",
-        "WORKFLOW.md: tracker.repo: required for tracker kind github (owner/name)",
+        "WORKFLOW.md: tracker.repo: required for tracker kind github (owner/name), unless "
+        "tracker.repos or tracker.repo_opt_in_label names the repositories",
     ),
     # --- YAML syntax
     Bad(
