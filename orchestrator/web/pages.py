@@ -90,6 +90,7 @@ def _header(h: Header) -> str:
         f"rollout mode: <b>{_e(h.rollout_mode)}</b>",
         f'agent sandbox: <b title="{_e(h.agent_sandbox_reason)}">{_e(h.agent_sandbox)}</b>',
         "local brake: " + ('<span class="active">ON</span>' if h.brake_active else "off"),
+        "repositories: " + (_e(", ".join(h.repos)) if h.repos else "none"),
         "stopped repos: " + (_e(", ".join(h.stopped_repos)) if h.stopped_repos else "none"),
         f"GitHub budget: {budgets}",
         _role(h),

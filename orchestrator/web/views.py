@@ -154,6 +154,8 @@ class Header:
     sandbox_warnings: tuple[str, ...] = ()
     # What polling costs per cycle, the passive sweep, catching up (None on a follower).
     polling: dict[str, Any] | None = None
+    # The repositories the daemon polls.
+    repos: tuple[str, ...] = ()
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -164,6 +166,7 @@ def header(status: RuntimeStatus, leader: str | None = None) -> Header:
         rollout_mode=status.rollout_mode,
         brake_active=status.brake_active,
         stopped_repos=status.stopped_repos,
+        repos=status.repos,
         policy_path=status.policy_path,
         policy_error=status.policy_error,
         budgets=tuple(

@@ -39,6 +39,8 @@ def test_issues_of_several_repositories_are_grouped_under_their_names() -> None:
     head = views.header(status, status.replica_id)
     rows = [row("acme/widgets", 1), row("acme/gadgets", 4), row("acme/widgets", 2)]
     page = pages.dashboard(head, rows, "http://github.test")
+    assert "repositories: acme/widgets, acme/gadgets" in page
+    assert head.as_json()["repos"] == ("acme/widgets", "acme/gadgets")
     gadgets = page.index('id="repo-acme/gadgets"')
     widgets = page.index('id="repo-acme/widgets"')
     # Each heading, then its own issues: gadgets (by name first), then widgets.
