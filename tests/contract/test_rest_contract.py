@@ -248,6 +248,13 @@ def _merged_check(s: Scene) -> tuple[str, Any]:
     return f"{s.repo}/pulls/{number}/merge", None
 
 
+def _delete_label(s: Scene) -> tuple[str, Any]:
+    # A label carried by an issue: deleting it takes it off the issue too.
+    name = f"gone-{secrets.token_hex(3)}"
+    s.world.control.create_issue(s.world.repo, "t", as_user="alice", labels=[name])
+    return f"{s.repo}/labels/{name}", None
+
+
 def _new_pull(s: Scene) -> tuple[str, Any]:
     branch = s.fresh_branch()
     return f"{s.repo}/pulls", {"title": "Contract PR", "head": branch, "base": "main"}
@@ -539,6 +546,7 @@ CASES = [
         lambda s: (f"{s.repo}/labels", {"name": f"l-{secrets.token_hex(3)}", "color": "00ff00"}),
     ),
     Case("label", "GET", R + "/labels/{name}", 200, _get(lambda s: f"{s.repo}/labels/bug")),
+    Case("delete_label", "DELETE", R + "/labels/{name}", 204, _delete_label),
     Case("pulls", "GET", R + "/pulls", 200, _get(lambda s: f"{s.repo}/pulls?state=all")),
     Case("create_pull", "POST", R + "/pulls", 201, _new_pull),
     Case(
