@@ -17,11 +17,16 @@ needs no extra label in Linear.
 A policy tracks one Linear team's numbers: when a project spans teams and two
 of its issues share a number, the first one seen keeps it and the other is left
 out (logged), never mixed up with it.
+
+A human's approval in Linear (a move to an approval state, an approval label)
+is read from the issue's history (:mod:`orchestrator.tracker.linear_approval`),
+again only once the issue changed.
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import replace
 
@@ -31,8 +36,12 @@ from orchestrator.logs import get_logger
 from orchestrator.tracker import linear_queries as q
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.linear import LinearIssue, LinearTracker, WorkpadComment
+from orchestrator.tracker.linear_approval import ApprovalEvidence, LinearApproval, read_evidence
 
 log = get_logger(__name__)
+
+# Issues whose last approval read is remembered (the ones awaiting approval are few).
+APPROVAL_MEMO = 1024
 
 
 class LinearIssues:
@@ -54,6 +63,8 @@ class LinearIssues:
         # The updatedAt of each issue as last handed out: what moved since is a change.
         self._seen: dict[int, str] = {}
         self._moved: set[int] = set()
+        # Linear issue id -> what approves and the evidence its history held, last read.
+        self._approvals: OrderedDict[str, tuple[LinearApproval, ApprovalEvidence]] = OrderedDict()
 
     # ------------------------------------------------------------------ refs
 
@@ -146,15 +157,53 @@ class LinearIssues:
             moved, self._moved = self._moved, set()
         return moved
 
-    def read_labels(self, ref: IssueRef) -> frozenset[str]:
-        """The issue's labels read from Linear now (for the kill switch right before a write)."""
+    def read_now(self, ref: IssueRef) -> LinearIssue:
+        """The issue read from Linear now (right before a write)."""
         linear_ref = self.linear_ref(ref)
         data = self.linear.client.execute(
             "Issue", q.ISSUE, {"id": f"{linear_ref.repo}-{linear_ref.number}"}
         )
         issue = LinearIssue.of(data["issue"])
         self._ours(issue)
-        return issue.labels
+        return issue
+
+    def read_labels(self, ref: IssueRef) -> frozenset[str]:
+        """The issue's labels read from Linear now (for the kill switch right before a write)."""
+        return self.read_now(ref).labels
+
+    def approval(
+        self, ref: IssueRef, approval: LinearApproval, *, fresh: bool = False
+    ) -> ApprovalEvidence:
+        """Who approved the issue in Linear, from its history; read again only when the issue
+        changed since (a move or a label moves its ``updatedAt``), or when ``fresh``."""
+        issue = self.issue(ref)
+        with self._lock:
+            known = self._approvals.get(issue.id)
+        if (
+            not fresh
+            and known is not None
+            and known[0] == approval
+            and known[1].updated_at == issue.updated_at
+        ):
+            return known[1]
+        evidence = read_evidence(self.linear.client, issue.id, self.linear.viewer_id(), approval)
+        with self._lock:
+            self._approvals[issue.id] = (approval, evidence)
+            self._approvals.move_to_end(issue.id)
+            while len(self._approvals) > APPROVAL_MEMO:
+                self._approvals.popitem(last=False)
+        log.info(
+            "linear_approval_read",
+            issue=issue.identifier,
+            state=evidence.state,
+            shown=sorted(evidence.labels),
+            by=sorted(f"{e.label}:{e.actor.login}" for e in evidence.events),
+            trusted=sorted(e.actor.login for e in evidence.events if e.actor.can_write),
+            complete=evidence.complete,
+        )
+        if not evidence.complete:
+            log.warning("linear_history_incomplete", issue=issue.identifier)
+        return evidence
 
     def repo_stopped(self) -> bool:
         """Whether an open issue in the scope carries the repo-wide stop label (as last polled)."""
@@ -216,6 +265,25 @@ class LinearIssues:
             "CreateComment", q.CREATE_COMMENT, {"issueId": issue.id, "body": body}, write=True
         )
         return str(data["commentCreate"]["comment"]["id"])
+
+    def remove_labels(self, ref: IssueRef, names: Iterable[str]) -> int:
+        """Take the labels named ``names`` off the Linear issue; how many it carried."""
+        linear_ref = self.linear_ref(ref)
+        client = self.linear.client
+        data = client.execute("Issue", q.ISSUE, {"id": f"{linear_ref.repo}-{linear_ref.number}"})
+        wanted = set(names)
+        nodes = ((data["issue"].get("labels") or {}).get("nodes")) or []
+        ids = [str(n["id"]) for n in nodes if n.get("name") in wanted]
+        if not ids:
+            return 0
+        client.execute(
+            "ChangeLabels",
+            q.CHANGE_LABELS,
+            {"id": str(data["issue"]["id"]), "added": [], "removed": ids},
+            write=True,
+        )
+        log.info("linear_labels_removed", issue=str(data["issue"]["identifier"]), count=len(ids))
+        return len(ids)
 
     def link_pull_request(self, ref: IssueRef, url: str, title: str) -> str:
         """Link the pull request as the issue's attachment (one per URL); its id."""

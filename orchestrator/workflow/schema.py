@@ -184,6 +184,14 @@ class TrackerSettings:
     required_labels: tuple[str, ...] = field(
         default=(), metadata=meta(doc="Only issues carrying all of these labels are candidates.")
     )
+    approvers: tuple[str, ...] = field(
+        default=(),
+        metadata=meta(
+            doc="Kind `linear`: the only Linear users (emails or display names) whose move to an "
+            "approval state or approval label approves a merge. Empty: any active member who is "
+            "not a guest, not an app user and not the API key's own user."
+        ),
+    )
     active_states: tuple[str, ...] = field(
         default=("Todo", "In Progress", "In Review", "Merging", "Rework", "Blocked"),
         metadata=meta(doc="Tracker states of issues the daemon tracks."),
