@@ -7,6 +7,11 @@ tick once it is warm; the store's rows become StoredRecords; pull requests are
 polled in batches (fresh, uncached reads for issues about to merge); label
 events and comments are read only where a gate or a blocked issue needs them.
 An issue the store does not know yet is looked up in its workpad comment first.
+
+With Linear, an issue in an approval state shows that state's label, and the
+approval evidence comes from the Linear issue's history
+(:mod:`orchestrator.tracker.linear_approval`), read only for an issue that
+shows an approval label while the policy wants a human's approval by label.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ from orchestrator.runtime.sweep import DEFAULT_SWEEP_SPREAD, PassiveSweep
 from orchestrator.runtime.switches import SwitchBoard
 from orchestrator.runtime.wiring import GitHubAccess, PolicyView, parse_time
 from orchestrator.runtime.workpad_recovery import WorkpadRecovery
+from orchestrator.tracker.linear_approval import linear_approval
+from orchestrator.tracker.linear_client import LinearError
 
 log = get_logger(__name__)
 
@@ -408,9 +415,7 @@ class SnapshotBuilder:
         row: RecordRow | None,
     ) -> TrackedIssue:
         if self.github.linear is not None:
-            # A Linear issue's labels carry no GitHub label events, and its replies are
-            # Linear comments: approval comes from the pull request's review there.
-            return issue
+            return self._linear_details(view, issue)
         events = self._label_events(view, issue.ref.number, issue.labels)
         comments: tuple[IssueComment, ...] = ()
         record = row.record if row is not None else None
@@ -423,6 +428,31 @@ class SnapshotBuilder:
         if not events and not comments:
             return issue
         return replace(issue, label_events=events, comments=comments)
+
+    def _linear_details(self, view: PolicyView, issue: TrackedIssue) -> TrackedIssue:
+        """A Linear issue with the approval label its state shows, and who added each
+        approval label it shows (from the issue's history)."""
+        linear = self.github.linear
+        assert linear is not None
+        approval = linear_approval(view.flow, view.policy.tracker.approvers)
+        shown = approval.shown(issue.tracker_state, issue.labels)
+        if not shown:
+            return issue
+        events: tuple[LabelEvent, ...] = ()
+        if self._approval_matters(view):
+            try:
+                evidence = linear.approval(issue.ref, approval)
+            except LinearError as error:
+                # No evidence, no approval: the gate waits, as for an unreadable GitHub event.
+                log.warning(
+                    "linear_approval_unreadable",
+                    issue=issue_key(view.repo, issue.ref.number),
+                    error=str(error),
+                )
+            else:
+                # The labels as this tick's poll saw them decide; a move since is next tick's.
+                events = tuple(e for e in evidence.events if e.label in shown)
+        return replace(issue, labels=issue.labels | shown, label_events=events)
 
     def _pr_with_events(self, view: PolicyView, pr: PullRequest) -> PullRequest:
         events = self._label_events(view, pr.number, pr.labels)
