@@ -612,16 +612,25 @@ class MergeSettings:
         default=True, metadata=meta(doc="A human must approve the merge.")
     )
     approval_states: tuple[str, ...] = field(
-        default=("Merging",), metadata=meta(doc="Tracker states a human sets to approve a merge.")
+        default=("Merging",),
+        metadata=meta(
+            doc="Tracker states a human sets to approve a merge (on GitHub, their state "
+            "labels; with kind `linear`, the Linear workflow states)."
+        ),
     )
     approval_source: ApprovalSource = field(
         default=ApprovalSource.LABEL,
-        metadata=meta(doc="Approval from the state `label`, an approving `review`, or `either`."),
+        metadata=meta(
+            doc="Approval from the state `label` (with kind `linear`: the approval state or "
+            "label a trusted Linear user set, read from the issue's history), an approving "
+            "`review`, or `either`."
+        ),
     )
     approval_label: str | None = field(
         default=None,
         metadata=meta(
-            doc="An extra label that means approval (besides the approval states' labels)."
+            doc="An extra label that means approval (besides the approval states' labels); with "
+            "kind `linear`, a label on the Linear issue."
         ),
     )
     completion_state: str = field(
