@@ -50,9 +50,10 @@ from orchestrator.runtime.writes import (
     _text,
     effect_marker,
 )
-from orchestrator.tracker.linear_approval import LinearApproval, is_linear_login, linear_approval
+from orchestrator.tracker.linear_approval import LinearApproval, linear_approval
 from orchestrator.tracker.linear_bridge import LinearIssues
 from orchestrator.tracker.linear_client import LinearError
+from orchestrator.tracker.linear_people import is_linear_login
 
 log = get_logger(__name__)
 

@@ -13,10 +13,10 @@ them in that form:
   and the latest history entry that added it is its addition.
 
 The entry's actor becomes an :class:`~orchestrator.domain.snapshot.Actor`
-named ``linear:<display name>`` whose ``can_write`` says whether the user is
-trusted: an active member who is not a guest, not an app (integration) user and
-not the API key's own user, and, when ``tracker.approvers`` lists people, one of
-them. A change with no actor (an automation) is nobody's. So the daemon's own
+named ``linear:<display name>`` (:mod:`orchestrator.tracker.linear_people`)
+whose ``can_write`` says whether the user is trusted: an active member who is
+not a guest, not an app (integration) user and not the API key's own user, and,
+when ``tracker.approvers`` lists people, one of them. A change with no actor (an automation) is nobody's. So the daemon's own
 state moves, a guest's and a bot's never approve.
 
 History times are Linear's, head sightings GitHub's. Both services keep NTP
@@ -37,18 +37,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from types import MappingProxyType
-from typing import Any
 
 from orchestrator.domain.policy import FlowPolicy
-from orchestrator.domain.snapshot import Actor, LabelAction, LabelEvent
+from orchestrator.domain.snapshot import LabelAction, LabelEvent
 from orchestrator.tracker import linear_queries as q
-from orchestrator.tracker.linear_client import LinearClient, LinearError
+from orchestrator.tracker.linear_client import LinearClient
+from orchestrator.tracker.linear_people import Answer
 
-LINEAR_LOGIN_PREFIX = "linear:"
-# The name of a change nobody made (an automation or an integration, no actor).
-NOBODY = LINEAR_LOGIN_PREFIX + "(automation)"
 MAX_HISTORY_PAGES = 4
 OPERATION = "IssueHistory"
 
@@ -95,11 +91,6 @@ def linear_approval(flow: FlowPolicy, approvers: Iterable[str] = ()) -> LinearAp
     )
 
 
-def is_linear_login(login: str) -> bool:
-    """Whether an approver's login names a Linear user (not a GitHub account)."""
-    return login.startswith(LINEAR_LOGIN_PREFIX)
-
-
 @dataclass(frozen=True)
 class ApprovalEvidence:
     """What one read of an issue's history says about its approval."""
@@ -114,69 +105,10 @@ class ApprovalEvidence:
     # Whether every shown label's latest addition was found.
     complete: bool = True
 
-    def approver(self, label: str) -> Actor | None:
-        """Who last added ``label`` (None: no evidence)."""
-        return next((e.actor for e in self.events if e.label == label), None)
-
 
 # ------------------------------------------------------------------ reading
 
-
-def _bad(where: str, expected: str, value: object) -> LinearError:
-    shown = repr(value)[:80]
-    return LinearError(OPERATION, "BAD_ANSWER", f"{where}: expected {expected}, got {shown}")
-
-
-def _get(node: object, key: str, kind: type, where: str, *, optional: bool = False) -> Any:
-    if not isinstance(node, dict):
-        raise _bad(where, "an object", node)
-    value = node.get(key)
-    if value is None and optional:
-        return None
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise _bad(f"{where}.{key}", f"a {kind.__name__}", value)
-    return value
-
-
-def _moment(text: str, where: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise _bad(where, "an ISO 8601 time", text) from None
-    if moment.tzinfo is None:
-        raise _bad(where, "a time with its zone", text)
-    # Whole seconds, as GitHub's head sightings: see the module docstring.
-    return moment.replace(microsecond=0)
-
-
-def _names(nodes: object, where: str) -> list[str]:
-    if nodes is None:
-        return []
-    if not isinstance(nodes, list):
-        raise _bad(where, "a list", nodes)
-    return [_get(node, "name", str, f"{where}[{i}]") for i, node in enumerate(nodes)]
-
-
-def actor_of(node: object, viewer_id: str, approval: LinearApproval, where: str) -> Actor:
-    """A history entry's actor as the gates see it (see the module docstring)."""
-    if node is None:
-        return Actor(NOBODY, is_bot=True, can_write=False)
-    user_id = _get(node, "id", str, where)
-    display = _get(node, "displayName", str, where)
-    flags = {name: _get(node, name, bool, where) for name in ("active", "guest", "app")}
-    known = {
-        display.casefold(),
-        str(_get(node, "email", str, where, optional=True) or "").casefold(),
-        str(_get(node, "name", str, where, optional=True) or "").casefold(),
-    }
-    trusted = (
-        flags["active"]
-        and not flags["guest"]
-        and not flags["app"]
-        and user_id != viewer_id
-        and (not approval.approvers or bool(approval.approvers & known))
-    )
-    return Actor(LINEAR_LOGIN_PREFIX + display, is_bot=flags["app"], can_write=trusted)
+_ANSWER = Answer(OPERATION)
 
 
 def read_evidence(
@@ -191,25 +123,33 @@ def read_evidence(
     complete = True
     for page in range(MAX_HISTORY_PAGES):
         data = client.execute(OPERATION, q.ISSUE_HISTORY, {"id": issue, "after": after})
-        node = _get(data, "issue", dict, "data")
+        node = _ANSWER.get(data, "issue", dict, "data")
         if page == 0:
-            state = _get(_get(node, "state", dict, "issue"), "name", str, "issue.state")
-            updated_at = _get(node, "updatedAt", str, "issue")
-            labels = _get(node, "labels", dict, "issue")
-            present = _names(_get(labels, "nodes", list, "issue.labels"), "issue.labels.nodes")
+            state = _ANSWER.get(
+                _ANSWER.get(node, "state", dict, "issue"), "name", str, "issue.state"
+            )
+            updated_at = _ANSWER.get(node, "updatedAt", str, "issue")
+            labels = _ANSWER.get(node, "labels", dict, "issue")
+            present = _ANSWER.names(
+                _ANSWER.get(labels, "nodes", list, "issue.labels"), "issue.labels.nodes"
+            )
             shown = approval.shown(state, present)
-        history = _get(node, "history", dict, "issue")
-        entries = _get(history, "nodes", list, "issue.history")
+        history = _ANSWER.get(node, "history", dict, "issue")
+        entries = _ANSWER.get(history, "nodes", list, "issue.history")
         for index, entry in enumerate(entries):
             where = f"issue.history.nodes[{index}]"
             for label in _additions(entry, where, state, approval, shown):
                 if label not in found:
-                    actor = actor_of(entry.get("actor"), viewer_id, approval, f"{where}.actor")
-                    at = _moment(_get(entry, "createdAt", str, where), f"{where}.createdAt")
+                    actor = _ANSWER.actor(
+                        entry.get("actor"), viewer_id, f"{where}.actor", approval.approvers
+                    )
+                    at = _ANSWER.moment(
+                        _ANSWER.get(entry, "createdAt", str, where), f"{where}.createdAt"
+                    )
                     found[label] = LabelEvent(label, LabelAction.ADDED, actor, at)
-        info = _get(history, "pageInfo", dict, "issue.history")
-        after = _get(info, "endCursor", str, "issue.history.pageInfo", optional=True)
-        more = _get(info, "hasNextPage", bool, "issue.history.pageInfo")
+        info = _ANSWER.get(history, "pageInfo", dict, "issue.history")
+        after = _ANSWER.get(info, "endCursor", str, "issue.history.pageInfo", optional=True)
+        more = _ANSWER.get(info, "hasNextPage", bool, "issue.history.pageInfo")
         if shown <= set(found) or not more or not after:
             break
     else:
@@ -229,14 +169,14 @@ def _additions(
 ) -> list[str]:
     """The shown approval labels this history entry added (a move into the state, labels)."""
     added: list[str] = []
-    target = _get(entry, "toState", dict, where, optional=True)
+    target = _ANSWER.get(entry, "toState", dict, where, optional=True)
     if target is not None:
-        moved_to = _get(target, "name", str, f"{where}.toState")
+        moved_to = _ANSWER.get(target, "name", str, f"{where}.toState")
         label = approval.states.get(moved_to)
         if moved_to == state and label in shown:
             added.append(label)
-    labels = _get(entry, "addedLabels", list, where, optional=True)
-    for name in _names(labels, f"{where}.addedLabels"):
+    labels = _ANSWER.get(entry, "addedLabels", list, where, optional=True)
+    for name in _ANSWER.names(labels, f"{where}.addedLabels"):
         if name in approval.labels and name in shown:
             added.append(name)
     return added

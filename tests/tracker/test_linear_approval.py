@@ -23,14 +23,13 @@ from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.linear import LinearScope, LinearTracker
 from orchestrator.tracker.linear_approval import (
     MAX_HISTORY_PAGES,
-    NOBODY,
     LinearApproval,
-    is_linear_login,
     linear_approval,
     read_evidence,
 )
 from orchestrator.tracker.linear_bridge import LinearIssues
 from orchestrator.tracker.linear_client import LinearClient, LinearError
+from orchestrator.tracker.linear_people import NOBODY, is_linear_login
 from orchestrator.tracker.linear_queries import DOCUMENTS
 from tests.sim.linear_world import BOT_KEY, LinearWorld
 
