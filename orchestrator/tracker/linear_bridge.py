@@ -20,7 +20,9 @@ out (logged), never mixed up with it.
 
 A human's approval in Linear (a move to an approval state, an approval label)
 is read from the issue's history (:mod:`orchestrator.tracker.linear_approval`),
-again only once the issue changed.
+and people's replies from its comments (:mod:`orchestrator.tracker.linear_replies`),
+each again only once the issue changed (a move, a label or a comment moves its
+``updatedAt``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import replace
+from datetime import datetime
+from typing import Any
 
 from orchestrator.domain.snapshot import IssueRef, TrackedIssue
 from orchestrator.domain.workpad import is_workpad_comment
@@ -37,11 +41,19 @@ from orchestrator.tracker import linear_queries as q
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.linear import LinearIssue, LinearTracker, WorkpadComment
 from orchestrator.tracker.linear_approval import ApprovalEvidence, LinearApproval, read_evidence
+from orchestrator.tracker.linear_replies import LinearReply, Replies, read_replies
 
 log = get_logger(__name__)
 
-# Issues whose last approval read is remembered (the ones awaiting approval are few).
-APPROVAL_MEMO = 1024
+# Issues whose last approval or replies read is remembered (the ones waiting are few).
+MEMO_SIZE = 1024
+
+
+def _remember(table: OrderedDict[str, Any], key: str, value: Any) -> None:
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > MEMO_SIZE:
+        table.popitem(last=False)
 
 
 class LinearIssues:
@@ -65,6 +77,8 @@ class LinearIssues:
         self._moved: set[int] = set()
         # Linear issue id -> what approves and the evidence its history held, last read.
         self._approvals: OrderedDict[str, tuple[LinearApproval, ApprovalEvidence]] = OrderedDict()
+        # Linear issue id -> the moment asked about and the comments read then.
+        self._replies: OrderedDict[str, tuple[datetime | None, Replies]] = OrderedDict()
 
     # ------------------------------------------------------------------ refs
 
@@ -188,10 +202,7 @@ class LinearIssues:
             return known[1]
         evidence = read_evidence(self.linear.client, issue.id, self.linear.viewer_id(), approval)
         with self._lock:
-            self._approvals[issue.id] = (approval, evidence)
-            self._approvals.move_to_end(issue.id)
-            while len(self._approvals) > APPROVAL_MEMO:
-                self._approvals.popitem(last=False)
+            _remember(self._approvals, issue.id, (approval, evidence))
         log.info(
             "linear_approval_read",
             issue=issue.identifier,
@@ -265,6 +276,25 @@ class LinearIssues:
             "CreateComment", q.CREATE_COMMENT, {"issueId": issue.id, "body": body}, write=True
         )
         return str(data["commentCreate"]["comment"]["id"])
+
+    def replies(self, ref: IssueRef, since: datetime | None = None) -> tuple[LinearReply, ...]:
+        """Comments others than the API key's user wrote on the issue, newest first (back to
+        ``since`` at least); read again only once the issue changed."""
+        issue = self.issue(ref)
+        with self._lock:
+            known = self._replies.get(issue.id)
+        if known is not None and known[0] == since and known[1].updated_at == issue.updated_at:
+            return known[1].replies
+        found = read_replies(self.linear.client, issue.id, self.linear.viewer_id(), since)
+        with self._lock:
+            _remember(self._replies, issue.id, (since, found))
+        log.info(
+            "linear_replies_read",
+            issue=issue.identifier,
+            replies=len(found.replies),
+            trusted=sum(1 for r in found.replies if r.author.can_write),
+        )
+        return found.replies
 
     def remove_labels(self, ref: IssueRef, names: Iterable[str]) -> int:
         """Take the labels named ``names`` off the Linear issue; how many it carried."""

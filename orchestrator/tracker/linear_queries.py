@@ -135,6 +135,26 @@ query IssueHistory($id: String!, $after: String) {
 }
 """
 
+# The issue's comments with who wrote them, newest first: read only for an issue blocked
+# on a question for a person, to notice a reply (orchestrator.tracker.linear_replies).
+ISSUE_REPLIES = """
+query IssueReplies($id: String!, $after: String) {
+  issue(id: $id) {
+    id
+    updatedAt
+    comments(first: 50, after: $after) {
+      nodes {
+        id
+        body
+        createdAt
+        user { id name displayName email active guest app }
+      }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}
+"""
+
 SET_STATE = """
 mutation SetState($id: String!, $stateId: String!) {
   issueUpdate(id: $id, input: { stateId: $stateId }) {
@@ -195,6 +215,7 @@ DOCUMENTS: dict[str, str] = {
     "Issue": ISSUE,
     "IssueComments": ISSUE_COMMENTS,
     "IssueHistory": ISSUE_HISTORY,
+    "IssueReplies": ISSUE_REPLIES,
     "SetState": SET_STATE,
     "ChangeLabels": CHANGE_LABELS,
     "CreateComment": CREATE_COMMENT,

@@ -23,8 +23,9 @@ from tests.e2e.test_linear_flow import LINEAR_KEY, STATES, TEAM
 PHASES_BEFORE_MERGE = ("waiting_for_human", "waiting_for_checks", "ready_to_merge", "merging")
 
 
-@pytest.fixture
-def linear(world: SimWorld) -> LinearControl:
+def linear_people(world: SimWorld) -> LinearControl:
+    """The Linear workspace: the key's user ``bot``, members ``alice`` and ``carol``, the
+    guest ``gus``, the app user ``deploy``, team ENG with Symphony's states."""
     control = LinearControl(world.url)
     control.create_user("bot", LINEAR_KEY, git_username="bot")
     control.create_user("alice")
@@ -34,6 +35,11 @@ def linear(world: SimWorld) -> LinearControl:
     control.create_team(TEAM, "Engineering", states=STATES)
     control.create_label("lgtm")
     return control
+
+
+@pytest.fixture
+def linear(world: SimWorld) -> LinearControl:
+    return linear_people(world)
 
 
 def _policy(linear: LinearControl, **merge: Any) -> dict[str, Any]:

@@ -226,6 +226,7 @@ def _variables(world: LinearWorld) -> dict[str, dict[str, Any]]:
         "Issue": {"id": "ENG-1"},
         "IssueComments": {"id": "ENG-1"},
         "IssueHistory": {"id": "ENG-1"},
+        "IssueReplies": {"id": "ENG-1"},
         "SetState": {"id": issue["id"], "stateId": in_progress},
         "ChangeLabels": {"id": issue["id"], "added": [], "removed": [agent]},
         "CreateComment": {"issueId": issue["id"], "body": "Started."},

@@ -8,6 +8,7 @@ an app user. ENG-1 starts in Todo.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -48,10 +49,11 @@ STATES = [
 ]
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[LinearWorld]:
+@contextmanager
+def symphony_workspace(state_dir: Path) -> Iterator[LinearWorld]:
+    """The workspace of the module docstring, served over HTTP."""
     clock = ManualClock()
-    with SimServer(tmp_path / "sim", clock=clock) as server:
+    with SimServer(state_dir, clock=clock) as server:
         control = LinearControl(server.url)
         control.create_user("bot", BOT_KEY, git_username="bot")
         control.create_user("alice")
@@ -64,6 +66,17 @@ def world(tmp_path: Path) -> Iterator[LinearWorld]:
         control.create_issue("ENG", "Fix the login page", state="Todo")
         clock.advance(60)
         yield LinearWorld(server, clock, control)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[LinearWorld]:
+    with symphony_workspace(tmp_path / "sim") as found:
+        yield found
+
+
+def bridge_for(world: LinearWorld) -> LinearIssues:
+    """A bridge of the team ENG, polled once, its viewer known."""
+    return _bridge(world)
 
 
 def _bridge(world: LinearWorld) -> LinearIssues:
