@@ -170,8 +170,9 @@ class LinearWrites(GitHubWrites):
         if len(states) > 1:
             return _failed(f"more than one tracker state to set at once: {', '.join(states)}")
         ref = self._ref(target)
-        current = self.linear.read_now(ref)
-        if current.state in approval.states and current.state != states[0]:
+        # Read now: a person may have just moved the issue into an approval state.
+        current = self.linear.read_now(ref) if approval.states else None
+        if current is not None and current.state in approval.states and current.state != states[0]:
             log.info(
                 "linear_approval_state_kept",
                 issue=current.identifier,
