@@ -9,11 +9,13 @@ Whose words are work follows ``review.act_on``: threads and replies by authors
 who do not count (under ``writers``: readers, outside users, other bots) are
 listed apart, in ``untrusted_threads`` and ``untrusted_replies``, and every
 thread and comment says whether it is ``trusted`` and its author's permission.
+With Linear, the replies on the Linear issue come in as ``tracker_comments``
+(their authors' trust already decided from Linear's user flags).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -196,6 +198,7 @@ def _human_replies(
     self_login: str,
     act_on: ReviewActOn,
     actor: ActorLookup | None,
+    tracker_comments: Sequence[ThreadComment] = (),
 ) -> list[dict[str, Any]]:
     # No issue number: the issue is not GitHub's (Linear), only its pull request is.
     items = (
@@ -226,6 +229,17 @@ def _human_replies(
                 self_login=self_login,
             )
         )
+    for comment in tracker_comments:
+        if not comment.author.is_bot and comment.created_at > since:
+            replies.append(
+                _comment(
+                    comment.author,
+                    comment.body,
+                    comment.created_at,
+                    act_on=act_on,
+                    self_login=self_login,
+                )
+            )
     replies.sort(key=lambda r: str(r["created_at"]))
     return replies[-MAX_HUMAN_REPLIES:]
 
@@ -285,13 +299,15 @@ def turn_context(
     self_login: str,
     policy: ReviewPolicy | None = None,
     actor: ActorLookup | None = None,
+    tracker_comments: Sequence[ThreadComment] = (),
 ) -> dict[str, Any]:
     """The context document of one turn (every key present, empty when unused).
 
     ``actor`` tells the permission of the authors of issue and pull request
     comments; without it their replies are untrusted under ``review.act_on: writers``.
     ``number`` is None for an issue that is not GitHub's (Linear): only its pull
-    request's conversation is read.
+    request's conversation is read, and the Linear issue's comments are
+    ``tracker_comments``.
     """
     since = (
         record.last_outcome.finished_at if record.last_outcome is not None else record.phase_since
@@ -318,6 +334,7 @@ def turn_context(
             self_login=self_login,
             act_on=act_on,
             actor=actor,
+            tracker_comments=tracker_comments,
         ),
         *_thread_replies(pr, since, self_login, act_on),
     ]

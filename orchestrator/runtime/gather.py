@@ -7,6 +7,13 @@ tick once it is warm; the store's rows become StoredRecords; pull requests are
 polled in batches (fresh, uncached reads for issues about to merge); label
 events and comments are read only where a gate or a blocked issue needs them.
 An issue the store does not know yet is looked up in its workpad comment first.
+
+With Linear, an issue in an approval state shows that state's label, and the
+approval evidence comes from the Linear issue's history
+(:mod:`orchestrator.tracker.linear_approval`), read only for an issue that
+shows an approval label while the policy wants a human's approval by label;
+the replies to a blocked issue's question are the Linear issue's comments
+(:mod:`orchestrator.tracker.linear_replies`).
 """
 
 from __future__ import annotations
@@ -42,6 +49,8 @@ from orchestrator.runtime.sweep import DEFAULT_SWEEP_SPREAD, PassiveSweep
 from orchestrator.runtime.switches import SwitchBoard
 from orchestrator.runtime.wiring import GitHubAccess, PolicyView, parse_time
 from orchestrator.runtime.workpad_recovery import WorkpadRecovery
+from orchestrator.tracker.linear_approval import linear_approval
+from orchestrator.tracker.linear_client import LinearError
 
 log = get_logger(__name__)
 
@@ -407,22 +416,62 @@ class SnapshotBuilder:
         pr: PullRequest | None,
         row: RecordRow | None,
     ) -> TrackedIssue:
-        if self.github.linear is not None:
-            # A Linear issue's labels carry no GitHub label events, and its replies are
-            # Linear comments: approval comes from the pull request's review there.
-            return issue
-        events = self._label_events(view, issue.ref.number, issue.labels)
-        comments: tuple[IssueComment, ...] = ()
         record = row.record if row is not None else None
-        if (
+        awaits_reply = (
             record is not None
             and record.phase is Phase.BLOCKED
             and record.waiting_reason in REPLY_RESUMES
-        ):
+        )
+        if self.github.linear is not None:
+            since = record.phase_since if record is not None and awaits_reply else None
+            return self._linear_details(view, issue, since)
+        events = self._label_events(view, issue.ref.number, issue.labels)
+        comments: tuple[IssueComment, ...] = ()
+        if awaits_reply:
             comments = self._comments(view.repo, issue.ref.number)
         if not events and not comments:
             return issue
         return replace(issue, label_events=events, comments=comments)
+
+    def _linear_details(
+        self, view: PolicyView, issue: TrackedIssue, awaits_reply_since: datetime | None
+    ) -> TrackedIssue:
+        """A Linear issue with the approval label its state shows, who added each approval
+        label it shows (from the issue's history), and, while it waits for a reply to its
+        question since ``awaits_reply_since``, the comments people wrote on it."""
+        linear = self.github.linear
+        assert linear is not None
+        comments: tuple[IssueComment, ...] = ()
+        if awaits_reply_since is not None:
+            try:
+                replies = linear.replies(issue.ref, awaits_reply_since)
+            except LinearError as error:
+                log.warning(
+                    "linear_replies_unreadable",
+                    issue=issue_key(view.repo, issue.ref.number),
+                    error=str(error),
+                )
+            else:
+                comments = tuple(reply.as_issue_comment() for reply in replies)
+        approval = linear_approval(view.flow, view.policy.tracker.approvers)
+        shown = approval.shown(issue.tracker_state, issue.labels)
+        if not shown:
+            return replace(issue, comments=comments) if comments else issue
+        events: tuple[LabelEvent, ...] = ()
+        if self._approval_matters(view):
+            try:
+                evidence = linear.approval(issue.ref, approval)
+            except LinearError as error:
+                # No evidence, no approval: the gate waits, as for an unreadable GitHub event.
+                log.warning(
+                    "linear_approval_unreadable",
+                    issue=issue_key(view.repo, issue.ref.number),
+                    error=str(error),
+                )
+            else:
+                # The labels as this tick's poll saw them decide; a move since is next tick's.
+                events = tuple(e for e in evidence.events if e.label in shown)
+        return replace(issue, labels=issue.labels | shown, label_events=events, comments=comments)
 
     def _pr_with_events(self, view: PolicyView, pr: PullRequest) -> PullRequest:
         events = self._label_events(view, pr.number, pr.labels)

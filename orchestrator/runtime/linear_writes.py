@@ -7,7 +7,16 @@ to Linear through :class:`~orchestrator.tracker.linear_bridge.LinearIssues`:
 - the workpad is the bot's comment on the Linear issue (found before created);
 - a state label the planner sets on the issue is the Linear workflow state it
   stands for (``tracker.state_labels`` read backwards; a policy without state
-  labels moves no state until the merge);
+  labels moves no state until the merge), except while the issue sits in an
+  approval state: that is a person's approval, kept as GitHub keeps approval
+  labels beside the phase's label;
+- a stale approval (given before the pull request's head appeared) is
+  withdrawn: an approval label comes off the Linear issue, and an issue still
+  in the approval state goes back to the state its phase shows, with a comment
+  that asks for a new approval;
+- a merge re-reads the Linear history right before it: each Linear approver
+  must still be the one who last put the issue in its approval state (or added
+  its approval label) and still be trusted;
 - closing the issue moves it to ``merge.completion_state`` (Done);
 - the opened pull request is linked as the issue's attachment (one per URL), and
   its body links the Linear issue instead of ``Closes #N``, which names a GitHub
@@ -26,20 +35,35 @@ from types import MappingProxyType
 
 from orchestrator.agent import RepoSource
 from orchestrator.domain.actions import SideEffect
+from orchestrator.domain.effects import PHASE_STATE
 from orchestrator.domain.record_updates import EffectResult
 from orchestrator.domain.snapshot import IssueRef
+from orchestrator.logs import get_logger
 from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView
 from orchestrator.runtime.writes import (
     GitHubWrites,
     WriteTarget,
     _failed,
     _names,
+    _number,
     _ok,
     _text,
     effect_marker,
 )
+from orchestrator.tracker.linear_approval import LinearApproval, linear_approval
 from orchestrator.tracker.linear_bridge import LinearIssues
 from orchestrator.tracker.linear_client import LinearError
+from orchestrator.tracker.linear_people import is_linear_login
+
+log = get_logger(__name__)
+
+
+# The idempotency key of the comment that asks for a new approval (domain.effects).
+WITHDRAWN = ":approval-withdrawn:"
+
+
+def _approval(view: PolicyView) -> LinearApproval:
+    return linear_approval(view.flow, view.policy.tracker.approvers)
 
 
 def linear_link(identifier: str, url: str) -> str:
@@ -132,24 +156,108 @@ class LinearWrites(GitHubWrites):
         on = effect.payload.get("on_number")
         if isinstance(on, int) and on > 0 and on != target.number:
             return super()._set_labels(effect, target, view)  # a label on the pull request
-        if _names(effect.payload, "remove") and not _names(effect.payload, "add"):
-            # Taking a label off the Linear issue (a stale approval) is a person's to do.
-            return _ok(changed=0)
-        by_label = {label: state for state, label in view.policy.tracker.state_labels.items()}
-        states = [by_label[label] for label in _names(effect.payload, "add") if label in by_label]
+        approval = _approval(view)
+        added, removed = _names(effect.payload, "add"), _names(effect.payload, "remove")
+        approving = set(approval.states.values()) | approval.labels
+        withdrawn = [label for label in removed if label in approving]
+        if withdrawn:
+            return self._withdraw(target, view, approval, withdrawn)
+        by_label = {label: state for state, label in view.flow.state_labels.items()}
+        states = [by_label[label] for label in added if label in by_label]
         if not states:
             # Linear's labels on the issue are people's (stop, approval): not the runtime's.
             return _ok(changed=0)
         if len(states) > 1:
             return _failed(f"more than one tracker state to set at once: {', '.join(states)}")
-        self.linear.set_tracker_state(self._ref(target), states[0])
+        ref = self._ref(target)
+        # Read now: a person may have just moved the issue into an approval state.
+        current = self.linear.read_now(ref) if approval.states else None
+        if current is not None and current.state in approval.states and current.state != states[0]:
+            log.info(
+                "linear_approval_state_kept",
+                issue=current.identifier,
+                state=current.state,
+                phase_state=states[0],
+            )
+            return _ok(changed=0, kept=current.state)
+        self.linear.set_tracker_state(ref, states[0])
         return _ok(changed=1)
+
+    def _withdraw(
+        self, target: WriteTarget, view: PolicyView, approval: LinearApproval, labels: list[str]
+    ) -> EffectResult:
+        """Withdraw a stale approval: its labels come off the Linear issue, and an issue
+        still in the approval state goes back to the state its phase shows."""
+        ref = self._ref(target)
+        issue = self.linear.read_now(ref)
+        changed = self.linear.remove_labels(
+            ref, [name for name in labels if name in approval.labels]
+        )
+        if approval.states.get(issue.state) not in labels:
+            return _ok(changed=changed)
+        phase = target.record.phase if target.record is not None else None
+        back = PHASE_STATE.get(phase) if phase is not None else None
+        if back is None or back not in view.flow.state_labels or back in approval.states:
+            # Nowhere the policy shows: the state stays, and the gates do not count it.
+            log.warning(
+                "linear_stale_approval_state_kept", issue=issue.identifier, state=issue.state
+            )
+            return _ok(changed=changed, kept=issue.state)
+        self.linear.set_tracker_state(ref, str(back))
+        log.info(
+            "linear_stale_approval_withdrawn", issue=issue.identifier, state=issue.state, to=back
+        )
+        return _ok(changed=changed + 1, moved_to=str(back))
+
+    def _approval_lapsed(
+        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+    ) -> str | None:
+        """Why the approval the plan saw no longer holds (None: it holds), re-read now.
+
+        A Linear approver must still be the one who last moved the issue into its approval
+        state or added its approval label, and still be trusted; GitHub approvers still
+        need write permission, as without Linear.
+        """
+        payload = effect.payload
+        approval = _approval(view)
+        approvers = _names(payload, "approvers")
+        labels = set(_names(payload, "approval_labels"))
+        on_linear = set(approval.states.values()) | approval.labels
+        if not any(is_linear_login(login) for login in approvers) and labels.isdisjoint(on_linear):
+            return super()._approval_lapsed(effect, target, view)
+        if payload.get("approval_required") and not approvers:
+            return "no approver is recorded for this head"
+        evidence = self.linear.approval(self._ref(target), approval, fresh=True)
+        trusted = {event.actor.login for event in evidence.events if event.actor.can_write}
+        gateway = self.github.gateway
+        for login in approvers:
+            if is_linear_login(login):
+                if login not in trusted:
+                    return (
+                        f"{login} no longer approves on Linear (the issue left the approval "
+                        "state or lost the label, someone else set it again, or the user is no "
+                        "longer trusted)"
+                    )
+            elif not gateway.can_write(target.repo, login, fresh=True):
+                return f"the approver {login} no longer has write permission"
+        if labels:
+            present = set(evidence.labels)
+            for number in self._labelled(target, _number(payload, "pr_number")):
+                present |= gateway.issue_labels(target.repo, number)
+            if labels.isdisjoint(present):
+                return "the approval label was removed"
+        return None
 
     def _post_comment(
         self, effect: SideEffect, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
         marker = effect_marker(effect.idempotency_key)
-        body = f"{_text(effect.payload, 'body')}\n\n{marker}"
+        text = _text(effect.payload, "body")
+        if WITHDRAWN in effect.idempotency_key:
+            # On Linear an approval state is a state: name it, not the label the gates saw.
+            for state, label in view.flow.state_labels.items():
+                text = text.replace(f"`{label}`", f"`{state}`")
+        body = f"{text}\n\n{marker}"
         comment_id = self.linear.upsert_comment(self._ref(target), marker, body)
         return _ok(linear_comment_id=comment_id)
 

@@ -62,6 +62,7 @@ from orchestrator.domain.snapshot import (
     PullRequest,
     Snapshot,
     StoredRecord,
+    ThreadComment,
     TrackedIssue,
 )
 from orchestrator.github.errors import GitHubError, RateLimited
@@ -79,6 +80,7 @@ from orchestrator.runtime.workers import TurnSlot, WorkerPool
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence, FenceKind, FenceLost
 from orchestrator.store.outage import DatabaseHealth, is_unreachable
+from orchestrator.tracker.linear_client import LinearError
 from orchestrator.workflow import PromptIssue, PromptRenderError, PromptWorkspace
 
 log = get_logger(__name__)
@@ -383,6 +385,21 @@ class TurnRunner:
             "updated_at": issue.updated_at,
         }, issue.identifier
 
+    def _tracker_comments(self, ref: IssueRef, record: StoredRecord) -> tuple[ThreadComment, ...]:
+        """People's comments on the Linear issue since the last turn (none without Linear,
+        or when Linear cannot be read: the turn goes on without them)."""
+        linear = self.github.linear
+        if linear is None:
+            return ()
+        last = record.last_outcome
+        since = last.finished_at if last is not None else record.phase_since
+        try:
+            replies = linear.replies(ref, since)
+        except LinearError as error:
+            log.warning("linear_replies_unreadable", issue=str(ref), error=str(error))
+            return ()
+        return tuple(ThreadComment(r.author, r.body, r.created_at) for r in replies)
+
     def _prompt(self, job: TurnJob, workspace: Workspace) -> str:
         ref = job.dispatch.issue
         client = self.github.client
@@ -397,6 +414,7 @@ class TurnRunner:
             self_login=self.github.login,
             policy=job.view.flow.review,
             actor=self.github.actor,
+            tracker_comments=self._tracker_comments(ref, job.record),
         )
         # Not followed, never blocking: a link, FIFO or directory the agent left there
         # fails the turn with UnsafeFile naming the file (a failed attempt, with backoff).

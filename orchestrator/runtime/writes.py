@@ -270,7 +270,9 @@ class GitHubWrites:
         result = self.github.gateway.mark_ready_for_review(_text(effect.payload, "node_id"))
         return _problem(result) or _ok(ready=int(bool(result)))
 
-    def _approval_lapsed(self, effect: SideEffect, target: WriteTarget) -> str | None:
+    def _approval_lapsed(
+        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+    ) -> str | None:
         """Why the approval the plan saw no longer holds right now (None: it holds).
 
         Permissions are read fresh, not from the cache: a writer demoted to read
@@ -301,7 +303,7 @@ class GitHubWrites:
     def _merge(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
         payload = effect.payload
         head = _text(payload, "head_sha")
-        lapsed = self._approval_lapsed(effect, target)
+        lapsed = self._approval_lapsed(effect, target, view)
         if lapsed is not None:
             return _failed(f"not merged: {lapsed}")
         result = self.github.gateway.merge_if_head_matches(

@@ -17,13 +17,22 @@ needs no extra label in Linear.
 A policy tracks one Linear team's numbers: when a project spans teams and two
 of its issues share a number, the first one seen keeps it and the other is left
 out (logged), never mixed up with it.
+
+A human's approval in Linear (a move to an approval state, an approval label)
+is read from the issue's history (:mod:`orchestrator.tracker.linear_approval`),
+and people's replies from its comments (:mod:`orchestrator.tracker.linear_replies`),
+each again only once the issue changed (a move, a label or a comment moves its
+``updatedAt``).
 """
 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import replace
+from datetime import datetime
+from typing import Any
 
 from orchestrator.domain.snapshot import IssueRef, TrackedIssue
 from orchestrator.domain.workpad import is_workpad_comment
@@ -31,8 +40,20 @@ from orchestrator.logs import get_logger
 from orchestrator.tracker import linear_queries as q
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.linear import LinearIssue, LinearTracker, WorkpadComment
+from orchestrator.tracker.linear_approval import ApprovalEvidence, LinearApproval, read_evidence
+from orchestrator.tracker.linear_replies import LinearReply, Replies, read_replies
 
 log = get_logger(__name__)
+
+# Issues whose last approval or replies read is remembered (the ones waiting are few).
+MEMO_SIZE = 1024
+
+
+def _remember(table: OrderedDict[str, Any], key: str, value: Any) -> None:
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > MEMO_SIZE:
+        table.popitem(last=False)
 
 
 class LinearIssues:
@@ -54,6 +75,10 @@ class LinearIssues:
         # The updatedAt of each issue as last handed out: what moved since is a change.
         self._seen: dict[int, str] = {}
         self._moved: set[int] = set()
+        # Linear issue id -> what approves and the evidence its history held, last read.
+        self._approvals: OrderedDict[str, tuple[LinearApproval, ApprovalEvidence]] = OrderedDict()
+        # Linear issue id -> the moment asked about and the comments read then.
+        self._replies: OrderedDict[str, tuple[datetime | None, Replies]] = OrderedDict()
 
     # ------------------------------------------------------------------ refs
 
@@ -146,15 +171,50 @@ class LinearIssues:
             moved, self._moved = self._moved, set()
         return moved
 
-    def read_labels(self, ref: IssueRef) -> frozenset[str]:
-        """The issue's labels read from Linear now (for the kill switch right before a write)."""
+    def read_now(self, ref: IssueRef) -> LinearIssue:
+        """The issue read from Linear now (right before a write)."""
         linear_ref = self.linear_ref(ref)
         data = self.linear.client.execute(
             "Issue", q.ISSUE, {"id": f"{linear_ref.repo}-{linear_ref.number}"}
         )
         issue = LinearIssue.of(data["issue"])
         self._ours(issue)
-        return issue.labels
+        return issue
+
+    def read_labels(self, ref: IssueRef) -> frozenset[str]:
+        """The issue's labels read from Linear now (for the kill switch right before a write)."""
+        return self.read_now(ref).labels
+
+    def approval(
+        self, ref: IssueRef, approval: LinearApproval, *, fresh: bool = False
+    ) -> ApprovalEvidence:
+        """Who approved the issue in Linear, from its history; read again only when the issue
+        changed since (a move or a label moves its ``updatedAt``), or when ``fresh``."""
+        issue = self.issue(ref)
+        with self._lock:
+            known = self._approvals.get(issue.id)
+        if (
+            not fresh
+            and known is not None
+            and known[0] == approval
+            and known[1].updated_at == issue.updated_at
+        ):
+            return known[1]
+        evidence = read_evidence(self.linear.client, issue.id, self.linear.viewer_id(), approval)
+        with self._lock:
+            _remember(self._approvals, issue.id, (approval, evidence))
+        log.info(
+            "linear_approval_read",
+            issue=issue.identifier,
+            state=evidence.state,
+            shown=sorted(evidence.labels),
+            by=sorted(f"{e.label}:{e.actor.login}" for e in evidence.events),
+            trusted=sorted(e.actor.login for e in evidence.events if e.actor.can_write),
+            complete=evidence.complete,
+        )
+        if not evidence.complete:
+            log.warning("linear_history_incomplete", issue=issue.identifier)
+        return evidence
 
     def repo_stopped(self) -> bool:
         """Whether an open issue in the scope carries the repo-wide stop label (as last polled)."""
@@ -216,6 +276,44 @@ class LinearIssues:
             "CreateComment", q.CREATE_COMMENT, {"issueId": issue.id, "body": body}, write=True
         )
         return str(data["commentCreate"]["comment"]["id"])
+
+    def replies(self, ref: IssueRef, since: datetime | None = None) -> tuple[LinearReply, ...]:
+        """Comments others than the API key's user wrote on the issue, newest first (back to
+        ``since`` at least); read again only once the issue changed."""
+        issue = self.issue(ref)
+        with self._lock:
+            known = self._replies.get(issue.id)
+        if known is not None and known[0] == since and known[1].updated_at == issue.updated_at:
+            return known[1].replies
+        found = read_replies(self.linear.client, issue.id, self.linear.viewer_id(), since)
+        with self._lock:
+            _remember(self._replies, issue.id, (since, found))
+        log.info(
+            "linear_replies_read",
+            issue=issue.identifier,
+            replies=len(found.replies),
+            trusted=sum(1 for r in found.replies if r.author.can_write),
+        )
+        return found.replies
+
+    def remove_labels(self, ref: IssueRef, names: Iterable[str]) -> int:
+        """Take the labels named ``names`` off the Linear issue; how many it carried."""
+        linear_ref = self.linear_ref(ref)
+        client = self.linear.client
+        data = client.execute("Issue", q.ISSUE, {"id": f"{linear_ref.repo}-{linear_ref.number}"})
+        wanted = set(names)
+        nodes = ((data["issue"].get("labels") or {}).get("nodes")) or []
+        ids = [str(n["id"]) for n in nodes if n.get("name") in wanted]
+        if not ids:
+            return 0
+        client.execute(
+            "ChangeLabels",
+            q.CHANGE_LABELS,
+            {"id": str(data["issue"]["id"]), "added": [], "removed": ids},
+            write=True,
+        )
+        log.info("linear_labels_removed", issue=str(data["issue"]["identifier"]), count=len(ids))
+        return len(ids)
 
     def link_pull_request(self, ref: IssueRef, url: str, title: str) -> str:
         """Link the pull request as the issue's attachment (one per URL); its id."""

@@ -110,6 +110,51 @@ query IssueComments($id: String!, $after: String) {
 }
 """
 
+# Who moved the issue into its state and who added its labels, newest first, read only
+# for an issue whose approval matters (see orchestrator.tracker.linear_approval). The
+# issue's state and labels come along, so one answer says what is present and who put it
+# there; the actor's flags tell a trusted person from a guest, an app or a suspended user.
+ISSUE_HISTORY = """
+query IssueHistory($id: String!, $after: String) {
+  issue(id: $id) {
+    id
+    updatedAt
+    state { id name }
+    labels(first: 20) { nodes { id name } }
+    history(first: 25, after: $after) {
+      nodes {
+        id
+        createdAt
+        actor { id name displayName email active guest app }
+        toState { id name }
+        addedLabels { id name }
+      }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}
+"""
+
+# The issue's comments with who wrote them, newest first: read only for an issue blocked
+# on a question for a person, to notice a reply (orchestrator.tracker.linear_replies).
+ISSUE_REPLIES = """
+query IssueReplies($id: String!, $after: String) {
+  issue(id: $id) {
+    id
+    updatedAt
+    comments(first: 50, after: $after) {
+      nodes {
+        id
+        body
+        createdAt
+        user { id name displayName email active guest app }
+      }
+      pageInfo { hasNextPage endCursor }
+    }
+  }
+}
+"""
+
 SET_STATE = """
 mutation SetState($id: String!, $stateId: String!) {
   issueUpdate(id: $id, input: { stateId: $stateId }) {
@@ -169,6 +214,8 @@ DOCUMENTS: dict[str, str] = {
     "ChangedIssues": CHANGED_ISSUES,
     "Issue": ISSUE,
     "IssueComments": ISSUE_COMMENTS,
+    "IssueHistory": ISSUE_HISTORY,
+    "IssueReplies": ISSUE_REPLIES,
     "SetState": SET_STATE,
     "ChangeLabels": CHANGE_LABELS,
     "CreateComment": CREATE_COMMENT,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from orchestrator.domain import policy as domain
 from orchestrator.domain.phases import RolloutMode
-from orchestrator.workflow.schema import ApprovalSource, MergeMode, Policy
+from orchestrator.workflow.schema import ApprovalSource, MergeMode, Policy, TrackerKind
 
 _MERGE_MODES = {
     MergeMode.AUTO: domain.MergeMode.RUNTIME,
@@ -71,6 +71,20 @@ def flow_policy(policy: Policy) -> domain.FlowPolicy:
             reviewers=pr.reviewers,
             closes_issue=pr.closes_issue,
         ),
-        state_labels=dict(policy.tracker.state_labels),
+        state_labels=state_labels(policy),
         priority_labels=orchestration.priority_labels,
     )
+
+
+def state_labels(policy: Policy) -> dict[str, str]:
+    """Tracker state -> the label the core sees it as.
+
+    Linear's states are states, not labels: the core still sees the issue's state
+    as its label (the tracker shows it), so an approval state with no label of its
+    own in ``tracker.state_labels`` gets one, ``state:<its name in lower case>``.
+    """
+    labels = dict(policy.tracker.state_labels)
+    if policy.tracker.kind is TrackerKind.LINEAR:
+        for state in policy.merge.approval_states:
+            labels.setdefault(state, "state:" + "-".join(state.lower().split()))
+    return labels

@@ -181,6 +181,15 @@ def _tracker(ctx: RuleContext) -> Iterator[Problem]:
         yield ctx.error("tracker.token", "required for tracker kind github (a $VAR reference)")
     if tracker.kind is TrackerKind.LINEAR:
         yield from _linear(ctx)
+    elif tracker.approvers:
+        yield ctx.error(
+            "tracker.approvers",
+            "only for tracker kind linear: on GitHub, write permission on tracker.repo decides "
+            "whose approval counts",
+        )
+    for index, approver in enumerate(tracker.approvers):
+        if not approver.strip():
+            yield ctx.error(f"tracker.approvers[{index}]", "must not be empty")
     if not tracker.active_states:
         yield ctx.error("tracker.active_states", "must list at least one state")
     if not tracker.terminal_states:

@@ -210,6 +210,14 @@ class TrackerSettings:
     required_labels: tuple[str, ...] = field(
         default=(), metadata=meta(doc="Only issues carrying all of these labels are candidates.")
     )
+    approvers: tuple[str, ...] = field(
+        default=(),
+        metadata=meta(
+            doc="Kind `linear`: the only Linear users (emails or display names) whose move to an "
+            "approval state or approval label approves a merge. Empty: any active member who is "
+            "not a guest, not an app user and not the API key's own user."
+        ),
+    )
     active_states: tuple[str, ...] = field(
         default=("Todo", "In Progress", "In Review", "Merging", "Rework", "Blocked"),
         metadata=meta(doc="Tracker states of issues the daemon tracks."),
@@ -630,16 +638,25 @@ class MergeSettings:
         default=True, metadata=meta(doc="A human must approve the merge.")
     )
     approval_states: tuple[str, ...] = field(
-        default=("Merging",), metadata=meta(doc="Tracker states a human sets to approve a merge.")
+        default=("Merging",),
+        metadata=meta(
+            doc="Tracker states a human sets to approve a merge (on GitHub, their state "
+            "labels; with kind `linear`, the Linear workflow states)."
+        ),
     )
     approval_source: ApprovalSource = field(
         default=ApprovalSource.LABEL,
-        metadata=meta(doc="Approval from the state `label`, an approving `review`, or `either`."),
+        metadata=meta(
+            doc="Approval from the state `label` (with kind `linear`: the approval state or "
+            "label a trusted Linear user set, read from the issue's history), an approving "
+            "`review`, or `either`."
+        ),
     )
     approval_label: str | None = field(
         default=None,
         metadata=meta(
-            doc="An extra label that means approval (besides the approval states' labels)."
+            doc="An extra label that means approval (besides the approval states' labels); with "
+            "kind `linear`, a label on the Linear issue."
         ),
     )
     completion_state: str = field(

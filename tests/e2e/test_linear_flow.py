@@ -34,6 +34,7 @@ from tests.e2e.harness import (
     write_scenario,
 )
 from tests.e2e.test_kill_switches import wait_until
+from tests.sim.gitops import git
 
 LINEAR_KEY = "lin_api_bot"
 TEAM = "ENG"
@@ -246,13 +247,18 @@ def test_the_repo_wide_stop_label_on_a_linear_issue_stops_every_write(
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "symphony"
 ROOT = Path(__file__).resolve().parents[2]
+# The repository Symphony's after_create hook clones.
+SYMPHONY_UPSTREAM = "https://github.com/openai/symphony"
 
 
 def _symphony_policy(tmp: Path, world: SimWorld, linear: LinearControl, scenario: Path) -> Path:
     """Symphony's elixir WORKFLOW.md as written, pointed at the emulators: the Linear and
     GitHub addresses and keys, this machine's folders, and the scripted agent speaking
-    Codex's app-server protocol as ``codex.command``. Its hooks clone from the internet
-    and run mix; they are left out."""
+    Codex's app-server protocol as ``codex.command``. The file leaves the rollout mode at
+    its default (observe) and the merge to a person (``merge.mode`` disabled): to reach a
+    merge the test sets ``rollout.mode: merge`` and ``merge.mode: auto``. Its approval is
+    its own: a person moves the issue to Merging. Its hooks run as written (see
+    `_symphony_upstream`)."""
     text = (FIXTURE / "symphony-elixir.WORKFLOW.md").read_text(encoding="utf-8")
     _, front, prompt = text.split("---\n", 2)
     yaml = YAML(typ="safe")
@@ -266,7 +272,6 @@ def _symphony_policy(tmp: Path, world: SimWorld, linear: LinearControl, scenario
             "token": "$E2E_TOKEN",
         }
     )
-    document.pop("hooks")
     document["polling"]["interval_ms"] = 1000
     document["workspace"]["root"] = str(tmp / "workspaces")
     document["codex"]["command"] = (
@@ -276,8 +281,7 @@ def _symphony_policy(tmp: Path, world: SimWorld, linear: LinearControl, scenario
     document.update(
         {
             "rollout": {"mode": "merge", "kill_switch_file": str(tmp / "STOP")},
-            "review": {"enabled": False},
-            "merge": {"mode": "auto", "require_human_approval": False},
+            "merge": {"mode": "auto"},
             "database": {"url": f"sqlite:///{tmp / 'orchestrator.db'}"},
         }
     )
@@ -286,13 +290,48 @@ def _symphony_policy(tmp: Path, world: SimWorld, linear: LinearControl, scenario
     return path
 
 
+def _symphony_upstream(tmp: Path, world: SimWorld) -> None:
+    """Where the unchanged ``after_create`` hook's ``git clone --depth 1
+    https://github.com/openai/symphony .`` lands without the internet: a local repository
+    with an ``elixir/`` project, named in the agents' home's git configuration as
+    ``url.<it>.insteadOf`` that address, as an operator points git at a mirror. It sits in
+    the agents' home, the one folder of this test the sandbox lets hooks read. No
+    credential is involved; ``mise`` is not installed here, so the hook's
+    ``command -v mise`` guard skips its step, and ``before_remove`` (``cd elixir && mise
+    exec ...``) fails and is logged, as a failing ``before_remove`` is."""
+    home = agent_home(tmp)
+    env = world.git_env(tmp)
+    source = tmp / "symphony-source"
+    (source / "elixir").mkdir(parents=True)
+    (source / "elixir" / "mix.exs").write_text("defmodule Symphony.MixProject do\nend\n")
+    git("init", "-q", "-b", "main", str(source), env=env)
+    git("add", ".", cwd=source, env=env)
+    git("commit", "-q", "-m", "Symphony", cwd=source, env=env)
+    mirror = home / "mirrors" / "symphony.git"
+    git("clone", "-q", "--bare", str(source), str(mirror), env=env)
+    (home / ".gitconfig").write_text(
+        f'[url "{mirror.as_uri()}"]\n\tinsteadOf = {SYMPHONY_UPSTREAM}\n', encoding="utf-8"
+    )
+
+
+def _symphony_people(linear: LinearControl) -> None:
+    linear.create_user("gus", guest=True)
+    linear.create_user("deploy", app=True)
+
+
+def _cloned_by_the_hook(tmp: Path) -> list[Path]:
+    return sorted((tmp / "workspaces").glob("*/elixir/mix.exs"))
+
+
 def test_symphonys_elixir_workflow_takes_a_linear_issue_to_a_merged_pull_request(
     tmp_path: Path, world: SimWorld, linear: LinearControl
 ) -> None:
     slug = "symphony-0c79b11b75ea"
     linear.create_project("Symphony", slug_id=slug)
+    _symphony_people(linear)
     scenario = write_scenario(tmp_path, default_scenario())
     policy = _symphony_policy(tmp_path, world, linear, scenario)
+    _symphony_upstream(tmp_path, world)
     world.control.protect(world.repo, "main", required_checks=["ci"], enforce_admins=True)
     env = {"E2E_ENDPOINT": world.url, "E2E_TOKEN": world.bot.token}
     issue = linear.create_issue(TEAM, "Add the feature", state="Todo", project=slug)
@@ -303,18 +342,45 @@ def test_symphonys_elixir_workflow_takes_a_linear_issue_to_a_merged_pull_request
     flow.start()
     try:
         flow.run_to_phase(number, "waiting_for_checks")
+        # after_create cloned "Symphony" into the empty workspace; its files stayed.
+        assert len(_cloned_by_the_hook(tmp_path)) == 1
         pull = _pull_for(flow, identifier, number)
         flow.check(pull["number"], "success")
+        flow.run_to_phase(number, "waiting_for_human")
+
+        # (a) Ready, and nothing merges until a person approves.
+        flow.idle_ticks(3)
+        assert not flow.pull(pull["number"])["merged"]
+        # (b) The daemon's own moves are its API key's user's, and so is a move to Merging
+        # made with that key (by the daemon or by an agent holding it): no approval.
+        moves = [(e["actor"], e["to_state"]) for e in linear.history(identifier)]
+        assert ("bot", "In Review") in moves
+        assert all(actor == "bot" for actor, state in moves if state)
+        # (c) Nor does a guest's, an app user's or an automation's move.
+        for who in ("bot", "gus", "deploy", None):
+            linear.set_state(identifier, "In Review")
+            flow.wait_past_head(number)
+            linear.set_state(identifier, "Merging", as_user=who)
+            flow.idle_ticks(3)
+            assert not flow.pull(pull["number"])["merged"], who
+            assert flow.phase(number) == "waiting_for_human", who
+
+        # (d) A member moves it to Merging: the daemon merges and the issue ends Done.
+        linear.set_state(identifier, "In Review")
+        flow.wait_past_head(number)
+        linear.set_state(identifier, "Merging", as_user="alice")
         flow.run_to_phase(number, "done")
         row = flow.d.records.get(flow.ref(number))
         assert row is not None
         runs = flow.d.db.runs.for_issue(row.issue_id)
+        merges = [e for e in flow.d.db.outbox.for_issue(row.issue_id) if e.kind == "merge_pr"]
         # Only the project's issue was taken.
         assert flow.d.records.get(flow.ref(number + 1)) is None
     finally:
         flow.stop()
 
     assert flow.pull(pull["number"])["merged"] is True
+    assert [list(e.payload["approvers"]) for e in merges] == [["linear:alice"]]
     found = linear.issue(identifier)
     assert found["state"] == "Done"
     assert len(_workpads(linear, identifier)) == 1

@@ -218,6 +218,73 @@ def test_issue_update_adds_and_removes_labels_by_id(world: LinearWorld) -> None:
     assert world.control.issue("ENG-1")["labels"] == ["bug"]
 
 
+def test_every_state_and_label_change_is_in_the_history_with_its_actor(
+    world: LinearWorld,
+) -> None:
+    issue_id = world.control.issue("ENG-1")["id"]
+    labels = world.data(DOCUMENTS["IssueLabels"], {"names": ["bug"]})["issueLabels"]["nodes"]
+    # The product's mutations are its API key's user's; the control API acts as someone or,
+    # without ``as``, as an automation (no actor). A change that changes nothing is no entry.
+    world.data(DOCUMENTS["SetState"], {"id": issue_id, "stateId": _state_id(world, "In Progress")})
+    world.clock.advance(1)
+    world.control.set_state("ENG-1", "In Review", as_user="alice")
+    world.clock.advance(1)
+    world.control.add_labels("ENG-1", "bug", as_user="alice")
+    world.control.add_labels("ENG-1", "bug", as_user="alice")
+    world.clock.advance(1)
+    world.control.remove_label("ENG-1", "bug")
+    world.data(DOCUMENTS["ChangeLabels"], {"id": issue_id, "added": [], "removed": []})
+
+    shown = [
+        (e["actor"], e["from_state"], e["to_state"], e["added_labels"], e["removed_labels"])
+        for e in world.control.history("ENG-1")
+    ]
+    assert shown == [
+        ("bot", "Todo", "In Progress", [], []),
+        ("alice", "In Progress", "In Review", [], []),
+        ("alice", None, None, ["bug"], []),
+        (None, None, None, [], ["bug"]),
+    ]
+    nodes = world.data(DOCUMENTS["IssueHistory"], {"id": "ENG-1"})["issue"]["history"]["nodes"]
+    # Newest first, as every connection: the automation's removal, then alice's label.
+    assert nodes[0]["actor"] is None and nodes[0]["addedLabels"] is None
+    assert nodes[1]["actor"]["displayName"] == "alice"
+    assert nodes[1]["addedLabels"] == [{"id": labels[0]["id"], "name": "bug"}]
+    assert nodes[2]["toState"]["name"] == "In Review"
+    assert nodes[3]["actor"]["displayName"] == "bot"
+    assert [n["createdAt"] for n in nodes] == sorted((n["createdAt"] for n in nodes), reverse=True)
+
+
+def test_users_are_members_guests_admins_or_apps_and_may_be_suspended(
+    world: LinearWorld,
+) -> None:
+    world.control.create_user("gus", guest=True)
+    world.control.create_user("deploy-app", app=True)
+    world.control.create_user("ada", admin=True)
+    for name in ("gus", "deploy-app", "ada"):
+        world.control.add_labels("ENG-2", "bug", as_user=name)
+        world.control.remove_label("ENG-2", "bug", as_user=name)
+    world.control.set_state("ENG-2", "In Progress", as_user="alice")
+    # Suspended afterwards: her past change now names a user who is not active.
+    suspended = world.control.update_user("alice", active=False)
+    assert (suspended["active"], suspended["guest"]) == (False, False)
+    nodes = world.data(DOCUMENTS["IssueHistory"], {"id": "ENG-2"})["issue"]["history"]["nodes"]
+    flags = {
+        n["actor"]["displayName"]: (n["actor"]["active"], n["actor"]["guest"], n["actor"]["app"])
+        for n in nodes
+    }
+    assert flags == {
+        "alice": (False, False, False),
+        "gus": (True, True, False),
+        "deploy-app": (True, False, True),
+        "ada": (True, False, False),
+    }
+    admin = world.data("{ viewer { admin guest app } }")["viewer"]
+    assert admin == {"admin": False, "guest": False, "app": False}
+    with pytest.raises(ControlRequestError, match="cannot be changed"):
+        world.control.update_user("alice", app=True)
+
+
 def test_comment_create_then_update_marks_it_edited(world: LinearWorld) -> None:
     issue_id = world.control.issue("ENG-1")["id"]
     created = world.data(DOCUMENTS["CreateComment"], {"issueId": issue_id, "body": "Workpad v1"})
@@ -323,6 +390,7 @@ def test_ids_follow_the_seed_and_the_workspace_survives_a_restart(tmp_path: Path
     with running_linear(tmp_path / "a", persist=True) as first:
         issue = first.control.issue("ENG-1")
         first.control.comment("ENG-1", "alice", "kept")
+        first.control.set_state("ENG-1", "In Progress", as_user="alice")
     with running_linear(tmp_path / "b") as other:
         assert other.control.issue("ENG-1")["id"] == issue["id"]
     from orchestrator.sim.linear.client import LinearControl
@@ -332,3 +400,4 @@ def test_ids_follow_the_seed_and_the_workspace_survives_a_restart(tmp_path: Path
         again = LinearControl(server.url).issue("ENG-1")
     assert again["id"] == issue["id"]
     assert [c["body"] for c in again["comments"]] == ["kept"]
+    assert [(e["actor"], e["to_state"]) for e in again["history"]] == [("alice", "In Progress")]

@@ -40,6 +40,8 @@ def test_a_workspace_built_and_played_from_the_command_line(server: SimServer) -
     assert user["has_api_key"] is True
     assert "lin_api_secret" not in json.dumps(user)
     _run(server, "setup", "user", "alice")
+    guest = _run(server, "setup", "user", "gus", "--kind", "guest")
+    assert (guest["guest"], guest["app"], guest["active"]) == (True, False, True)
     team = _run(
         server,
         "setup",
@@ -75,10 +77,15 @@ def test_a_workspace_built_and_played_from_the_command_line(server: SimServer) -
         "Todo",
         ["agent"],
     )
-    assert _run(server, "issue", "state", "ENG-1", "Doing")["state"] == "Doing"
+    assert _run(server, "issue", "state", "ENG-1", "Doing", "--as", "alice")["state"] == "Doing"
     _run(server, "setup", "label", "blocked")
-    assert _run(server, "label", "add", "ENG-1", "blocked")["labels"] == ["agent", "blocked"]
+    added = _run(server, "label", "add", "ENG-1", "blocked", "--as", "gus")
+    assert added["labels"] == ["agent", "blocked"]
     assert _run(server, "label", "remove", "ENG-1", "agent")["labels"] == ["blocked"]
+    assert [(e["actor"], e["to_state"], e["added_labels"]) for e in added["history"]] == [
+        ("alice", "Doing", []),
+        ("gus", None, ["blocked"]),
+    ]
     _run(server, "comment", "ENG-1", "Please hurry", "--as", "alice")
     shown = _run(server, "show", "ENG-1")
     assert [(c["user"], c["body"]) for c in shown["comments"]] == [("alice", "Please hurry")]

@@ -171,10 +171,31 @@ def test_tracker_documents_stay_under_linears_single_query_limit(name: str) -> N
     assert 0 < query_complexity(official(), operation, fragments, {}) < MAX_QUERY_COMPLEXITY
 
 
+def test_the_approval_history_read_costs_less_than_a_tenth_of_an_issues_page() -> None:
+    """Read each tick for every issue awaiting approval: it must stay cheap."""
+    from graphql import FragmentDefinitionNode, OperationDefinitionNode
+
+    def points(name: str) -> int:
+        document = parse(DOCUMENTS[name])
+        (operation,) = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+        fragments = {
+            d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+        }
+        return query_complexity(official(), operation, fragments, {"first": 50})
+
+    assert points("IssueHistory") < 200
+    assert points("IssueHistory") * 10 < points("IssuesPage")
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LinearWorld]:
     with running_linear(tmp_path_factory.mktemp("linear-contract")) as found:
         found.control.comment("ENG-1", "alice", "Please also check the logout page.")
+        # History entries of every kind the tracker reads: a move by a person, labels added
+        # by one, and a change no user made (an automation: no actor).
+        found.control.set_state("ENG-1", "In Progress", as_user="alice")
+        found.control.add_labels("ENG-1", "bug", as_user="alice")
+        found.control.set_state("ENG-1", "In Review")
         yield found
 
 
@@ -204,6 +225,8 @@ def _variables(world: LinearWorld) -> dict[str, dict[str, Any]]:
         },
         "Issue": {"id": "ENG-1"},
         "IssueComments": {"id": "ENG-1"},
+        "IssueHistory": {"id": "ENG-1"},
+        "IssueReplies": {"id": "ENG-1"},
         "SetState": {"id": issue["id"], "stateId": in_progress},
         "ChangeLabels": {"id": issue["id"], "added": [], "removed": [agent]},
         "CreateComment": {"issueId": issue["id"], "body": "Started."},

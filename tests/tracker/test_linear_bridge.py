@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from orchestrator.domain.actions import SideEffect, SideEffectKind
-from orchestrator.domain.snapshot import IssueRef
+from orchestrator.domain.actions import SideEffect, SideEffectKind, idempotency_key
+from orchestrator.domain.phases import Phase
+from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator.domain.workpad import WORKPAD_COMMENT_MARKER
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.client import MemoryEtagCache
@@ -30,6 +32,8 @@ from orchestrator.workflow.loader import load_workflow
 from tests.sim.linear_world import BOT_KEY, LinearWorld, running_linear
 
 REPO = "acme/widgets"
+# ENG has Linear's default states: In Review stands for the approval state here.
+IN_REVIEW_APPROVES = "merge:\n  approval_states: [In Review]\n"
 ISSUE_1 = IssueRef(REPO, 1)
 ISSUE_2 = IssueRef(REPO, 2)
 
@@ -42,7 +46,7 @@ def world(tmp_path: Path) -> Iterator[LinearWorld]:
         yield found
 
 
-def _view(world: LinearWorld, tmp_path: Path) -> PolicyView:
+def _view(world: LinearWorld, tmp_path: Path, merge: str = "") -> PolicyView:
     path = tmp_path / "WORKFLOW.md"
     path.write_text(
         "---\n"
@@ -56,6 +60,7 @@ def _view(world: LinearWorld, tmp_path: Path) -> PolicyView:
         "  state_labels:\n"
         "    In Progress: in-progress\n"
         "    Merging: merging\n"
+        f"{merge}"
         "---\n"
         "Work on {{ issue.title }}.\n",
         encoding="utf-8",
@@ -188,6 +193,76 @@ def test_issue_side_effects_land_on_linear_once(world: LinearWorld, tmp_path: Pa
         _effect(SideEffectKind.CLOSE_ISSUE, "merged:abc", reason="completed"), _target(), view
     )
     assert closed.ok and world.control.issue("ENG-1")["state"] == "Done"
+
+
+def test_a_persons_approval_state_is_kept_until_a_stale_approval_is_withdrawn(
+    world: LinearWorld, tmp_path: Path
+) -> None:
+    view = _view(world, tmp_path, merge=IN_REVIEW_APPROVES + "  approval_label: lgtm\n")
+    world.control.create_label("lgtm")
+    world.control.set_state("ENG-1", "In Review", as_user="alice")
+    world.control.add_labels("ENG-1", "lgtm", as_user="alice")
+    bridge = _bridge(view)
+    bridge.fetch_candidates()
+    writes = _writes(view, bridge)
+    implementing = WriteTarget(
+        REPO, 1, "Fix the login page", StoredRecord(Phase.IMPLEMENTING, datetime.now(UTC))
+    )
+    # The phase's state does not replace a person's approval state.
+    kept = writes.perform(
+        _effect(SideEffectKind.SET_LABELS, "in-progress", add=("in-progress",), remove=()),
+        implementing,
+        view,
+    )
+    assert kept.ok and kept.data["kept"] == "In Review"
+    assert world.control.issue("ENG-1")["state"] == "In Review"
+    # A stale approval: the label comes off, the issue goes back to its phase's state.
+    withdrawn = writes.perform(
+        _effect(
+            SideEffectKind.SET_LABELS, "stale", remove=("state:in-review", "lgtm"), on_number=1
+        ),
+        implementing,
+        view,
+    )
+    assert withdrawn.ok and withdrawn.data["moved_to"] == "In Progress"
+    found = world.control.issue("ENG-1")
+    assert (found["state"], found["labels"]) == ("In Progress", ["agent"])
+    by_bot = [(e["to_state"], e["removed_labels"]) for e in found["history"] if e["actor"] == "bot"]
+    assert sorted(by_bot, key=str) == [("In Progress", []), (None, ["lgtm"])]
+    # The question names the state, not the label the gates saw it as.
+    asked = writes.perform(
+        _effect(
+            SideEffectKind.POST_COMMENT,
+            idempotency_key(ISSUE_1, SideEffectKind.POST_COMMENT, "approval-withdrawn:abc"),
+            body="The approval (`state:in-review`, `lgtm`) was given before ...",
+        ),
+        implementing,
+        view,
+    )
+    assert asked.ok
+    (comment,) = world.control.issue("ENG-1")["comments"]
+    assert comment["body"].startswith("The approval (`In Review`, `lgtm`) was given before")
+
+
+def test_a_stale_approval_state_the_phase_does_not_show_stays_put(
+    world: LinearWorld, tmp_path: Path
+) -> None:
+    view = _view(world, tmp_path, merge=IN_REVIEW_APPROVES)
+    world.control.set_state("ENG-1", "In Review", as_user="alice")
+    bridge = _bridge(view)
+    bridge.fetch_candidates()
+    writes = _writes(view, bridge)
+    # Blocked has no state in this policy, and the phases waiting for a person show the
+    # approval state itself, which the daemon never moves an issue into.
+    for phase in (Phase.BLOCKED, Phase.WAITING_FOR_HUMAN):
+        target = WriteTarget(REPO, 1, "Fix the login page", StoredRecord(phase, datetime.now(UTC)))
+        result = writes.perform(
+            _effect(SideEffectKind.SET_LABELS, "stale", remove=("state:in-review",), on_number=1),
+            target,
+            view,
+        )
+        assert result.ok and result.data["kept"] == "In Review", phase
+    assert world.control.issue("ENG-1")["state"] == "In Review"
 
 
 def test_a_linear_refusal_is_a_failed_effect_not_a_crash(

@@ -15,9 +15,12 @@ from click.testing import CliRunner
 
 from orchestrator.cli import cli
 from orchestrator.domain.phases import Phase
+from orchestrator.domain.policy import ApprovalSource as DomainApprovalSource
 from orchestrator.runtime.turns import label_priority
 from orchestrator.runtime.wiring import WiringError, policy_repo
 from orchestrator.sim.testing import running_world
+from orchestrator.tracker.linear_approval import linear_approval
+from orchestrator.workflow import flow_policy
 from orchestrator.workflow.catalog import groups, suggestion
 from orchestrator.workflow.foreign import FOREIGN_KEYS
 from orchestrator.workflow.loader import check_workflow
@@ -269,6 +272,46 @@ def test_the_daemon_needs_the_github_repository_of_a_linear_tracker() -> None:
     workflow = check(text, env={**ENV}).workflow
     assert workflow is not None
     assert policy_repo(workflow.policy) == "acme/widgets"
+
+
+def test_an_unmodified_symphony_file_takes_approval_from_a_move_to_merging_in_linear() -> None:
+    workflow = check_workflow(FIXTURES / "symphony-elixir.WORKFLOW.md", env=ENV).workflow
+    assert workflow is not None
+    flow = flow_policy(workflow.policy)
+    # Its prompt's status map: Human Review waits for a person, who moves the issue to
+    # Merging to approve; Merging is one of its active states.
+    assert flow.merge.require_human_approval
+    assert flow.merge.approval_source is DomainApprovalSource.LABEL
+    approval = linear_approval(flow, workflow.policy.tracker.approvers)
+    assert dict(approval.states) == {"Merging": "state:merging"}
+    assert approval.approvers == frozenset()
+    assert "Merging" in workflow.policy.tracker.active_states
+
+
+def test_a_linear_approval_state_without_a_label_gets_one_and_approvers_are_linears() -> None:
+    text = (
+        "---\ntracker:\n  kind: linear\n  team_key: ENG\n"
+        "  active_states: [Todo, Ready to merge]\n"
+        "  approvers: [alice@example.com, bob]\n"
+        "merge:\n  approval_states: [Ready to merge]\n---\n"
+    )
+    result = check(text, env={**ENV})
+    assert result.problems == ()
+    assert result.workflow is not None
+    flow = flow_policy(result.workflow.policy)
+    assert flow.approval_labels == {"state:ready-to-merge"}
+    approval = linear_approval(flow, result.workflow.policy.tracker.approvers)
+    assert approval.approvers == {"alice@example.com", "bob"}
+    github = check("---\ntracker:\n  repo: acme/widgets\n  approvers: [alice]\n---\n", env={**ENV})
+    assert [str(p) for p in github.errors] == [
+        "WORKFLOW.md:4:3: tracker.approvers: only for tracker kind linear: on GitHub, write "
+        "permission on tracker.repo decides whose approval counts"
+    ]
+    empty = check(
+        "---\ntracker:\n  kind: linear\n  team_key: ENG\n  approvers: ['']\n---\n",
+        env={**ENV},
+    )
+    assert [p.key for p in empty.errors] == ["tracker.approvers[0]"]
 
 
 # ------------------------------------------------------------------ migration

@@ -113,10 +113,13 @@ def issue_create(
 @issue_group.command("state")
 @click.argument("issue")
 @click.argument("state")
+@click.option(
+    "--as", "user", help="The user who makes the change (default: an automation, no actor)."
+)
 @click.pass_context
-def issue_state(ctx: click.Context, issue: str, state: str) -> None:
+def issue_state(ctx: click.Context, issue: str, state: str, user: str | None) -> None:
     """Move ISSUE to the workflow state named STATE (as a person dragging the card)."""
-    _call(ctx, lambda c: c.set_state(issue, state))
+    _call(ctx, lambda c: c.set_state(issue, state, as_user=user))
 
 
 @linear_command.group("label")
@@ -127,19 +130,25 @@ def label_group() -> None:
 @label_group.command("add")
 @click.argument("issue")
 @click.argument("labels", nargs=-1, required=True)
+@click.option(
+    "--as", "user", help="The user who makes the change (default: an automation, no actor)."
+)
 @click.pass_context
-def label_add(ctx: click.Context, issue: str, labels: tuple[str, ...]) -> None:
+def label_add(ctx: click.Context, issue: str, labels: tuple[str, ...], user: str | None) -> None:
     """Add LABELS (names) to ISSUE."""
-    _call(ctx, lambda c: c.add_labels(issue, *labels))
+    _call(ctx, lambda c: c.add_labels(issue, *labels, as_user=user))
 
 
 @label_group.command("remove")
 @click.argument("issue")
 @click.argument("label")
+@click.option(
+    "--as", "user", help="The user who makes the change (default: an automation, no actor)."
+)
 @click.pass_context
-def label_remove(ctx: click.Context, issue: str, label: str) -> None:
+def label_remove(ctx: click.Context, issue: str, label: str, user: str | None) -> None:
     """Take LABEL off ISSUE."""
-    _call(ctx, lambda c: c.remove_label(issue, label))
+    _call(ctx, lambda c: c.remove_label(issue, label, as_user=user))
 
 
 @linear_command.command("comment")
@@ -163,6 +172,13 @@ def setup_group() -> None:
 @click.option("--oauth-token", help="OAuth token the user's requests send after 'Bearer'.")
 @click.option("--git-username", help="Prefix of the user's suggested branch names.")
 @click.option("--email")
+@click.option(
+    "--kind",
+    type=click.Choice(["member", "guest", "admin", "app"]),
+    default="member",
+    show_default=True,
+    help="A member, a guest (limited to some teams), an admin, or an app (integration) user.",
+)
 @click.pass_context
 def setup_user(
     ctx: click.Context,
@@ -172,9 +188,16 @@ def setup_user(
     oauth_token: str | None,
     git_username: str | None,
     email: str | None,
+    kind: str,
 ) -> None:
     """Create a user called NAME."""
-    extra = {"oauth_token": oauth_token, "git_username": git_username, "email": email}
+    extra: dict[str, Any] = {
+        "oauth_token": oauth_token,
+        "git_username": git_username,
+        "email": email,
+    }
+    if kind != "member":
+        extra[kind] = True
     _call(ctx, lambda c: c.create_user(name, api_key, **extra))
 
 

@@ -78,6 +78,11 @@ class LinearControl:
         )
         return result
 
+    def update_user(self, name: str, **changes: bool) -> dict[str, Any]:
+        """Change a user's ``active``, ``guest`` or ``admin`` flag."""
+        result: dict[str, Any] = self.request("PATCH", f"/users/{quote(name)}", dict(changes))
+        return result
+
     def create_team(
         self, key: str, name: str | None = None, states: list[dict[str, str]] | None = None
     ) -> dict[str, Any]:
@@ -115,22 +120,28 @@ class LinearControl:
         result: dict[str, Any] = self.request("GET", f"/issues/{quote(ref)}")
         return result
 
-    def set_state(self, ref: str, state: str) -> dict[str, Any]:
+    def set_state(self, ref: str, state: str, *, as_user: str | None = None) -> dict[str, Any]:
+        """Move the issue, as ``as_user`` (None: as an automation, with no actor)."""
         result: dict[str, Any] = self.request(
-            "PUT", f"/issues/{quote(ref)}/state", {"state": state}
+            "PUT", f"/issues/{quote(ref)}/state", {"state": state, "as": as_user}
         )
         return result
 
-    def add_labels(self, ref: str, *labels: str) -> dict[str, Any]:
+    def add_labels(self, ref: str, *labels: str, as_user: str | None = None) -> dict[str, Any]:
         result: dict[str, Any] = self.request(
-            "POST", f"/issues/{quote(ref)}/labels", {"labels": list(labels)}
+            "POST", f"/issues/{quote(ref)}/labels", {"labels": list(labels), "as": as_user}
         )
         return result
 
-    def remove_label(self, ref: str, label: str) -> dict[str, Any]:
+    def remove_label(self, ref: str, label: str, *, as_user: str | None = None) -> dict[str, Any]:
         result: dict[str, Any] = self.request(
-            "DELETE", f"/issues/{quote(ref)}/labels/{quote(label)}"
+            "DELETE", f"/issues/{quote(ref)}/labels/{quote(label)}", {"as": as_user}
         )
+        return result
+
+    def history(self, ref: str) -> list[dict[str, Any]]:
+        """The issue's history entries, oldest first (actor, from/to state, labels)."""
+        result: list[dict[str, Any]] = self.issue(ref)["history"]
         return result
 
     def comment(self, ref: str, user: str, body: str) -> dict[str, Any]:

@@ -1,9 +1,11 @@
 """The Linear control API under ``/_control/linear``: the humans and the budget around the tracker.
 
 Tests, the demo and ``orchestrator sim linear`` use it to create users (with
-API keys), teams with workflow states, projects, labels and issues, to move an
-issue, label it, comment as someone, relate issues, set rate limits and read
-the counters. ``POST /_control/linear/seed`` creates thousands of issues in
+API keys; members, guests, admins or app users) and change their role, teams
+with workflow states, projects, labels and issues, to move an issue or label it
+as someone (``as``: the user whose change the issue's history records; without
+it, an automation's), comment as someone, relate issues, set rate limits and
+read the counters. ``POST /_control/linear/seed`` creates thousands of issues in
 one call, as the GitHub side's bulk seed does. Like the GitHub control API it
 is never billed, needs no key, and answers errors as
 ``{"error": {"code", "message"}}``.
@@ -45,6 +47,10 @@ def user_json(user: LinearUser) -> dict[str, Any]:
         "git_username": user.git_username,
         "has_api_key": user.api_key is not None,
         "has_oauth_token": user.oauth_token is not None,
+        "active": user.active,
+        "guest": user.guest,
+        "admin": user.admin,
+        "app": user.app,
     }
 
 
@@ -86,6 +92,7 @@ def issue_json(world: LinearWorld, issue: LinearIssue) -> dict[str, Any]:
                 for c in sorted(state.comments.values(), key=lambda c: (c.created_at, c.id))
                 if c.issue_id == issue.id
             ],
+            "history": history_json(world, issue),
             "attachments": [
                 {
                     "id": a.id,
@@ -100,6 +107,34 @@ def issue_json(world: LinearWorld, issue: LinearIssue) -> dict[str, Any]:
         }
 
 
+def history_json(world: LinearWorld, issue: LinearIssue) -> list[dict[str, Any]]:
+    """The issue's history, oldest first: who moved it or changed its labels, and how."""
+    state = world.state
+
+    def names(ids: list[str]) -> list[str]:
+        return [state.labels[i].name for i in ids if i in state.labels]
+
+    def state_name(state_id: str | None) -> str | None:
+        return state.states[state_id].name if state_id in state.states else None
+
+    entries = sorted(
+        (h for h in state.history.values() if h.issue_id == issue.id),
+        key=lambda h: (h.created_at, h.id),
+    )
+    return [
+        {
+            "id": h.id,
+            "actor": state.users[h.actor_id].display_name if h.actor_id in state.users else None,
+            "created_at": h.created_at,
+            "from_state": state_name(h.from_state_id),
+            "to_state": state_name(h.to_state_id),
+            "added_labels": names(h.added_label_ids),
+            "removed_labels": names(h.removed_label_ids),
+        }
+        for h in entries
+    ]
+
+
 def _text(data: dict[str, Any], name: str, *, required: bool = False) -> Any:
     return field_value(data, name, str, required=required)
 
@@ -112,8 +147,29 @@ def create_user(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]
         api_key=_text(data, "api_key"),
         oauth_token=_text(data, "oauth_token"),
         git_username=_text(data, "git_username"),
+        guest=bool(field_value(data, "guest", bool)),
+        admin=bool(field_value(data, "admin", bool)),
+        app=bool(field_value(data, "app", bool)),
+        active=field_value(data, "active", bool) is not False,
     )
     return user_json(user)
+
+
+def update_user(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]) -> Any:
+    """Suspend or restore a user, or make it a guest or an admin (``active``, ``guest``,
+    ``admin``)."""
+    changes = {}
+    for name in data:
+        value = field_value(data, name, bool)
+        if value is not None:
+            changes[name] = value
+    return user_json(world.state.update_user(params["ref"], changes))
+
+
+def _actor(world: LinearWorld, data: dict[str, Any]) -> LinearUser | None:
+    """The user a change is made as (``as``), or None: an automation's change."""
+    who = _text(data, "as")
+    return world.state.user(who) if who else None
 
 
 def create_team(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]) -> Any:
@@ -224,7 +280,9 @@ def get_issue(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]) 
 
 
 def set_state(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    issue = world.state.set_state(params["ref"], _text(data, "state", required=True))
+    issue = world.state.set_state(
+        params["ref"], _text(data, "state", required=True), actor=_actor(world, data)
+    )
     return issue_json(world, issue)
 
 
@@ -232,12 +290,16 @@ def add_labels(world: LinearWorld, params: dict[str, Any], data: dict[str, Any])
     labels = field_value(data, "labels", list, required=True)
     if not all(isinstance(name, str) for name in labels):
         raise ControlError("labels must be a list of label names")
-    issue = world.state.update_issue(params["ref"], {"addedLabelIds": labels})
+    issue = world.state.update_issue(
+        params["ref"], {"addedLabelIds": labels}, actor=_actor(world, data)
+    )
     return issue_json(world, issue)
 
 
 def remove_label(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    issue = world.state.update_issue(params["ref"], {"removedLabelIds": [params["name"]]})
+    issue = world.state.update_issue(
+        params["ref"], {"removedLabelIds": [params["name"]]}, actor=_actor(world, data)
+    )
     return issue_json(world, issue)
 
 
@@ -358,6 +420,7 @@ def linear_control_routes(world: LinearWorld) -> list[Route]:
     table: list[tuple[str, str, Handler]] = [
         ("GET", PREFIX + "/state", summary),
         ("POST", PREFIX + "/users", create_user),
+        ("PATCH", PREFIX + "/users/{ref}", update_user),
         ("POST", PREFIX + "/teams", create_team),
         ("POST", PREFIX + "/projects", create_project),
         ("POST", PREFIX + "/labels", create_label),

@@ -45,7 +45,13 @@ def slugify(text: str, limit: int = _SLUG_LIMIT) -> str:
 
 @dataclass(slots=True)
 class LinearUser:
-    """A workspace member; ``api_key`` is sent bare, ``oauth_token`` with ``Bearer``."""
+    """A workspace member; ``api_key`` is sent bare, ``oauth_token`` with ``Bearer``.
+
+    ``guest`` members see a subset of teams, ``admin`` ones administer the
+    workspace, and an ``app`` user is an integration acting under its own name
+    (Linear's ``User.guest``, ``User.admin`` and ``User.app``); ``active`` is
+    false once the account is suspended.
+    """
 
     id: str
     name: str
@@ -58,6 +64,9 @@ class LinearUser:
     oauth_token: str | None = None
     # The user's git handle: Linear prefixes suggested branch names with it.
     git_username: str | None = None
+    guest: bool = False
+    admin: bool = False
+    app: bool = False
 
 
 @dataclass(slots=True)
@@ -170,3 +179,21 @@ class LinearIssue:
     creator_id: str | None = None
     label_ids: list[str] = field(default_factory=list)
     archived_at: str | None = None
+
+
+@dataclass(slots=True)
+class IssueHistory:
+    """One change of an issue's state or labels, and who made it (Linear's ``IssueHistory``).
+
+    ``actor_id`` is None for a change no user made (an automation, an integration).
+    """
+
+    id: str
+    issue_id: str
+    created_at: str
+    updated_at: str
+    actor_id: str | None = None
+    from_state_id: str | None = None
+    to_state_id: str | None = None
+    added_label_ids: list[str] = field(default_factory=list)
+    removed_label_ids: list[str] = field(default_factory=list)

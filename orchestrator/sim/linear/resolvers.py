@@ -197,7 +197,8 @@ def _issue_update(_root: Any, info: GraphQLResolveInfo[Any], id: str, input: dic
         state.issue(id)
     except LinearInputError:
         raise input_error("Entity not found: Issue") from None
-    return _payload(info, "issue", _guard(lambda: state.update_issue(id, input)))
+    viewer = _ctx(info).viewer
+    return _payload(info, "issue", _guard(lambda: state.update_issue(id, input, actor=viewer)))
 
 
 def _comment_create(_root: Any, info: GraphQLResolveInfo[Any], input: dict[str, Any]) -> Any:
@@ -276,6 +277,24 @@ def _issue_labels_of(source: LinearIssue, info: GraphQLResolveInfo[Any], **args:
     return _page(found, state.labels, args)
 
 
+def _labels_by_id(attribute: str) -> Resolver:
+    """A history entry's added or removed labels (null when none, as Linear answers)."""
+
+    def resolve(source: Any, info: GraphQLResolveInfo[Any]) -> Any:
+        labels = _ctx(info).state.labels
+        found = [labels[i] for i in getattr(source, attribute) if i in labels]
+        return found or None
+
+    return resolve
+
+
+def _ids(attribute: str) -> Resolver:
+    def resolve(source: Any, _info: GraphQLResolveInfo[Any]) -> Any:
+        return list(getattr(source, attribute)) or None
+
+    return resolve
+
+
 def _team_states(source: Any, info: GraphQLResolveInfo[Any], **args: Any) -> Any:
     ctx = _ctx(info)
     found = _guard(
@@ -326,6 +345,7 @@ RESOLVERS: dict[tuple[str, str], Resolver] = {
     ("Issue", "attachments"): _issue_children("attachments"),
     ("Issue", "relations"): _issue_children("relations"),
     ("Issue", "inverseRelations"): _issue_children("relations", "related_issue_id"),
+    ("Issue", "history"): _issue_children("history"),
     ("Issue", "branchName"): lambda s, info: _ctx(info).state.branch_name(s, _ctx(info).viewer),
     ("Issue", "url"): lambda s, info: _ctx(info).state.issue_url(s),
     ("Issue", "priorityLabel"): lambda s, _info: PRIORITY_LABELS[s.priority],
@@ -341,6 +361,14 @@ RESOLVERS: dict[tuple[str, str], Resolver] = {
     ("Attachment", "issue"): _related("issue_id", "issues"),
     ("Attachment", "metadata"): lambda s, _info: json.loads(s.metadata_json),
     ("IssueRelation", "issue"): _related("issue_id", "issues"),
+    ("IssueHistory", "issue"): _related("issue_id", "issues"),
+    ("IssueHistory", "actor"): _related("actor_id", "users"),
+    ("IssueHistory", "fromState"): _related("from_state_id", "states"),
+    ("IssueHistory", "toState"): _related("to_state_id", "states"),
+    ("IssueHistory", "addedLabels"): _labels_by_id("added_label_ids"),
+    ("IssueHistory", "removedLabels"): _labels_by_id("removed_label_ids"),
+    ("IssueHistory", "addedLabelIds"): _ids("added_label_ids"),
+    ("IssueHistory", "removedLabelIds"): _ids("removed_label_ids"),
     ("IssueRelation", "relatedIssue"): _related("related_issue_id", "issues"),
 }
 

@@ -2,8 +2,11 @@
 
 The GraphQL resolvers and the control API share these operations, so a state
 change made by a test (``set_state``) and one made by the product
-(``issueUpdate``) leave the same trace. Operations raise `LinearInputError`
-(Linear's "invalid input") with a message naming what was wrong.
+(``issueUpdate``) leave the same trace: every change of an issue's state or
+labels adds an ``IssueHistory`` entry naming its actor (the API key's user for
+a mutation, the user a test acts as, or nobody for an automation).
+Operations raise `LinearInputError` (Linear's "invalid input") with a message
+naming what was wrong.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from orchestrator.sim.linear.records import (
     STATE_TYPES,
     Attachment,
     Comment,
+    IssueHistory,
     IssueLabel,
     IssueRelation,
     LinearIssue,
@@ -53,6 +57,10 @@ class LinearState(LinearStore):
         api_key: str | None = None,
         oauth_token: str | None = None,
         git_username: str | None = None,
+        guest: bool = False,
+        admin: bool = False,
+        app: bool = False,
+        active: bool = True,
     ) -> LinearUser:
         if not display_name.strip():
             raise LinearInputError("a user needs a display name")
@@ -73,8 +81,25 @@ class LinearState(LinearStore):
                 api_key=api_key,
                 oauth_token=oauth_token,
                 git_username=git_username,
+                guest=guest,
+                admin=admin,
+                app=app,
+                active=active,
             )
             self.users[user.id] = user
+            self._changed()
+            return user
+
+    def update_user(self, ref: str, changes: dict[str, bool]) -> LinearUser:
+        """Suspend or restore a user, or change its role (``active``, ``guest``, ``admin``)."""
+        unknown = set(changes) - {"active", "guest", "admin"}
+        if unknown:
+            raise LinearInputError(f"a user's {', '.join(sorted(unknown))} cannot be changed")
+        with self.lock:
+            user = self.user(ref)
+            for name, value in changes.items():
+                setattr(user, name, bool(value))
+            user.updated_at = self.now()
             self._changed()
             return user
 
@@ -194,10 +219,16 @@ class LinearState(LinearStore):
 
     # ------------------------------------------------------------ changes
 
-    def update_issue(self, ref: str, changes: dict[str, Any]) -> LinearIssue:
-        """Apply ``issueUpdate``'s input (stateId, labelIds, added/removedLabelIds, title ...)."""
+    def update_issue(
+        self, ref: str, changes: dict[str, Any], *, actor: LinearUser | None = None
+    ) -> LinearIssue:
+        """Apply ``issueUpdate``'s input (stateId, labelIds, added/removedLabelIds, title ...).
+
+        A change of state or labels is recorded in the issue's history as ``actor``'s.
+        """
         with self.lock:
             issue = self.issue(ref)
+            before_state, before_labels = issue.state_id, list(issue.label_ids)
             team = self.teams[issue.team_id]
             if changes.get("stateId") is not None:
                 state = self.states.get(changes["stateId"])
@@ -227,8 +258,34 @@ class LinearState(LinearStore):
                 assignee = changes["assigneeId"]
                 issue.assignee_id = self.user(assignee).id if assignee else None
             issue.updated_at = self.now()
+            self._record_history(issue, actor, before_state, before_labels)
             self._changed()
             return issue
+
+    def _record_history(
+        self,
+        issue: LinearIssue,
+        actor: LinearUser | None,
+        before_state: str,
+        before_labels: list[str],
+    ) -> None:
+        added = [lab for lab in issue.label_ids if lab not in before_labels]
+        removed = [lab for lab in before_labels if lab not in issue.label_ids]
+        moved = issue.state_id != before_state
+        if not (moved or added or removed):
+            return
+        entry = IssueHistory(
+            id=self.new_id(),
+            issue_id=issue.id,
+            created_at=issue.updated_at,
+            updated_at=issue.updated_at,
+            actor_id=actor.id if actor is not None else None,
+            from_state_id=before_state if moved else None,
+            to_state_id=issue.state_id if moved else None,
+            added_label_ids=added,
+            removed_label_ids=removed,
+        )
+        self.history[entry.id] = entry
 
     def _label_id(self, ref: str, team: Team) -> str:
         label = self.label(ref, team.id)
@@ -236,12 +293,12 @@ class LinearState(LinearStore):
             raise LinearInputError(f"label {label.name!r} belongs to another team")
         return label.id
 
-    def set_state(self, ref: str, state: str) -> LinearIssue:
-        """Move an issue to a workflow state given by name or id."""
+    def set_state(self, ref: str, state: str, *, actor: LinearUser | None = None) -> LinearIssue:
+        """Move an issue to a workflow state given by name or id (as ``actor``, if given)."""
         with self.lock:
             issue = self.issue(ref)
             chosen = self.state_of(self.teams[issue.team_id], state)
-            return self.update_issue(issue.id, {"stateId": chosen.id})
+            return self.update_issue(issue.id, {"stateId": chosen.id}, actor=actor)
 
     def add_comment(self, ref: str, user: str, body: str) -> Comment:
         if not body.strip():

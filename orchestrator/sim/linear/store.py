@@ -19,6 +19,7 @@ from orchestrator.sim.linear.records import (
     STATE_TYPES,
     Attachment,
     Comment,
+    IssueHistory,
     IssueLabel,
     IssueRelation,
     LinearIssue,
@@ -42,6 +43,7 @@ _TABLES: dict[str, type[Any]] = {
     "comments": Comment,
     "attachments": Attachment,
     "relations": IssueRelation,
+    "history": IssueHistory,
 }
 
 
@@ -70,6 +72,7 @@ class LinearStore:
         self.comments: dict[str, Comment] = {}
         self.attachments: dict[str, Attachment] = {}
         self.relations: dict[str, IssueRelation] = {}
+        self.history: dict[str, IssueHistory] = {}
         self.sync_id = 0
 
     # ------------------------------------------------------------- basics
