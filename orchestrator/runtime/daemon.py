@@ -720,15 +720,13 @@ class Daemon:
             log.error("repos_not_discovered", error=str(error))
             repos = tracked_repos(view, self._discovered) or tuple(self.units)
         policy = view.policy
+        endpoint, key = github_endpoint(policy), credential_key(policy)
         units: dict[str, Unit] = {}
         for repo in repos:
             repo_view = view.of_repo(repo)
             unit = self.units.get(repo)
             tracker = tracker_settings(policy, repo_view.flow, repo)
-            endpoint = github_endpoint(policy)
-            if unit is not None and unit.parts.github.same_as(
-                endpoint, credential_key(policy), tracker
-            ):
+            if unit is not None and unit.parts.github.same_as(endpoint, key, tracker):
                 unit.view = repo_view
                 units[repo] = unit
                 continue

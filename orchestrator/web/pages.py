@@ -191,9 +191,10 @@ def dashboard(
     )
     lines: list[tuple[str, str]] = []
     groups = _by_repo(rows)
+    counts = {repo: len(members) for repo, members in groups}
     for r in (row for _, members in groups for row in members):
         if len(groups) > 1 and (not lines or lines[-1][1] != r.repo):
-            lines.append((_repo_heading(r.repo, groups, h), r.repo))
+            lines.append((_repo_heading(r.repo, counts[r.repo], h), r.repo))
         issue_link = f"/issues/{quote(r.repo)}/{r.number}"
         if r.merge:
             gates = _merge(r.merge, html_base, r.repo)
@@ -244,8 +245,7 @@ def _by_repo(rows: list[IssueRow]) -> list[tuple[str, list[IssueRow]]]:
     return sorted(groups.items(), key=lambda item: item[0].lower())
 
 
-def _repo_heading(repo: str, groups: list[tuple[str, list[IssueRow]]], h: Header) -> str:
-    count = len(dict(groups)[repo])
+def _repo_heading(repo: str, count: int, h: Header) -> str:
     stopped = ' <span class="active">stopped by its repository-wide label</span>' * (
         repo in h.stopped_repos
     )
