@@ -1,33 +1,34 @@
-"""The daemon's own git: immune to anything the agent can write, credentials through a pipe.
+"""The daemon's own git, in repositories the agent cannot write; credentials through a socket.
 
-The agent runs as the same OS user as the daemon and may edit any repository
-it can reach: the workspace's config and hooks, a mirror's config, ``~/.gitconfig``.
-So every git command the daemon runs
+The daemon runs git itself only in repositories it made and the agent never
+touched: the mirrors (hidden from sandboxed agents) and the repositories made
+for one fetch or push. The agent's workspace is reached only through
+:class:`~orchestrator.agent.workspace_git.WorkspaceGit`, inside the agent's
+sandbox. Still, every git command the daemon runs
 
 - gets a minimal, explicit environment (``PATH``, a private empty ``HOME``,
   ``LC_ALL=C``), never the daemon's: no secret it holds reaches git or anything
   git starts; ``GIT_CONFIG_NOSYSTEM`` and ``GIT_CONFIG_GLOBAL=/dev/null`` keep
-  the system and user config out;
+  the system and user config out; ``GIT_ALLOW_PROTOCOL`` allows only the
+  https, http and file transports (``ext::`` and friends would run commands),
+  whatever a config's ``protocol.<name>.allow`` says;
 - carries command-line settings that outrank any repository config: no hooks,
   no file-system monitor, no attributes file, no ssh command or proxy, no
-  credential helper but ours, no extra HTTP header, and only the https, http
-  and file transports (``ext::`` and friends would run commands);
+  alternate-refs command, no pager, editor or signature program, no
+  credential helper but ours, no extra HTTP header;
 - receives a credential, when it needs one, from a credential helper that reads
-  it from a pipe inherited by that one command: never in an environment
+  it from a socket inherited by that one command: never in an environment
   variable, on a command line or in a file.
-
-Network operations run in repositories the daemon just created (see
-:mod:`orchestrator.agent.mirror`), so no config the agent planted can redirect
-them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -121,6 +122,8 @@ def split_credentials(url: str) -> tuple[str, str | None, str | None]:
 
 # Command-line settings outrank every config file: whatever a repository's config,
 # an include it names, or the agent says, these hold for every daemon git command.
+# Each one names a program git would otherwise run, or switches off what would run one
+# (docs/agent.md, "The daemon's own git", lists them with the command that reads each).
 PINNED_SETTINGS: tuple[tuple[str, str], ...] = (
     ("core.hooksPath", "/dev/null"),
     ("core.fsmonitor", "false"),
@@ -128,8 +131,20 @@ PINNED_SETTINGS: tuple[tuple[str, str], ...] = (
     ("core.sshCommand", "false"),
     ("core.gitProxy", ""),
     ("core.askPass", ""),
+    ("core.alternateRefsCommand", "true"),
+    ("core.pager", "cat"),
+    ("core.editor", "true"),
+    ("sequence.editor", "true"),
     ("http.extraHeader", ""),
     ("credential.helper", ""),
+    ("log.showSignature", "false"),
+    ("merge.verifySignatures", "false"),
+    ("gpg.program", "false"),
+    ("gpg.openpgp.program", "false"),
+    ("gpg.x509.program", "false"),
+    ("gpg.ssh.program", "false"),
+    ("submodule.recurse", "false"),
+    ("fetch.recurseSubmodules", "false"),
     ("protocol.allow", "never"),
     ("protocol.https.allow", "always"),
     ("protocol.http.allow", "always"),
@@ -138,8 +153,9 @@ PINNED_SETTINGS: tuple[tuple[str, str], ...] = (
 PINNED_FLAGS: tuple[str, ...] = tuple(
     part for key, value in PINNED_SETTINGS for part in ("-c", f"{key}={value}")
 )
-# Kept for callers that name the flags for a workspace command: every command gets them now.
-UNTRUSTED_REPO_FLAGS: tuple[str, ...] = ()
+# The transports the daemon's own repositories may use. Unlike ``protocol.allow``, which
+# a repository's ``protocol.<name>.allow`` overrides, this variable outranks all config.
+DAEMON_PROTOCOLS = "https:http:file"
 
 _HOME_LOCK = threading.Lock()
 _HOME: list[Path] = []
@@ -153,11 +169,14 @@ def private_home() -> Path:
         return _HOME[0]
 
 
-def git_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The whole environment of a daemon git command: nothing inherited but ``PATH``."""
-    source = os.environ if base is None else base
+def git_environment(protocols: str = DAEMON_PROTOCOLS) -> dict[str, str]:
+    """The whole environment of a daemon git command: nothing inherited but the daemon's ``PATH``.
+
+    ``protocols`` are the only transports git may use (``GIT_ALLOW_PROTOCOL``);
+    editors, pagers, replacement objects and grafts are switched off.
+    """
     return {
-        "PATH": source.get("PATH") or os.defpath,
+        "PATH": os.environ.get("PATH") or os.defpath,
         "HOME": str(private_home()),
         "LC_ALL": "C",
         "LANG": "C",
@@ -167,33 +186,42 @@ def git_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
         "GIT_ASKPASS": "",
         "SSH_ASKPASS": "",
         "GCM_INTERACTIVE": "never",
+        "GIT_ALLOW_PROTOCOL": protocols,
+        "GIT_EDITOR": "true",
+        "GIT_SEQUENCE_EDITOR": "true",
+        "GIT_PAGER": "cat",
+        "GIT_NO_REPLACE_OBJECTS": "1",
+        "GIT_GRAFT_FILE": os.devnull,
     }
 
 
 @contextlib.contextmanager
 def credential_pipe(credentials: Credentials | None) -> Iterator[tuple[list[str], tuple[int, ...]]]:
-    """The flags and inherited descriptor that hand ``credentials`` to git over a pipe.
+    """The flags and inherited descriptor that hand ``credentials`` to git.
 
-    The helper is a shell function that prints what the daemon wrote into the
-    pipe when git asks (``get``) and ignores ``store``/``erase``. The pipe holds
-    the secret only until the one git command reads it; its read end is passed to
-    that command alone.
+    The credential travels through one end of a socket pair, inherited by that
+    one git command alone; the helper is a bash command that prints what it
+    reads from that descriptor when git asks (``get``) and ignores
+    ``store``/``erase``. A socket, unlike a pipe, cannot be opened again
+    through ``/proc/<pid>/fd``, so no other process can read it there while
+    git runs. The other end is closed before git starts, so the helper reads
+    the credential and then the end of the stream.
     """
     if credentials is None:
         yield [], ()
         return
     payload = f"username={credentials.username}\npassword={credentials.password}\n".encode()
-    read_end, write_end = os.pipe()
+    ours, theirs = socket.socketpair()
     try:
-        os.write(write_end, payload)
-        os.close(write_end)
-        write_end = -1
-        helper = f'!f() {{ test "$1" = get && cat /dev/fd/{read_end}; }}; f'
-        yield ["-c", f"credential.helper={helper}"], (read_end,)
+        ours.sendall(payload)
+        ours.close()
+        fd = theirs.fileno()
+        # bash: git's ``sh`` may be dash, which redirects only from descriptors 0 to 9.
+        helper = f"!bash -c 'if test \"$1\" = get; then cat <&{fd}; fi' orchestrator-credential"
+        yield ["-c", f"credential.helper={helper}"], (fd,)
     finally:
-        if write_end >= 0:
-            os.close(write_end)
-        os.close(read_end)
+        ours.close()
+        theirs.close()
 
 
 def run_git(
@@ -204,20 +232,22 @@ def run_git(
     credentials: Credentials | None = None,
     check: bool = True,
     cancel: threading.Event | None = None,
-    env: Mapping[str, str] | None = None,
 ) -> str:
     """Run the daemon's ``git args`` in ``cwd`` and return its standard output, stripped.
 
-    The command always runs with the pinned settings and the minimal environment
-    (``env`` may only supply ``PATH``); ``credentials`` reach git through a pipe.
-    Raises :class:`GitError` (with credentials redacted) when the command fails
-    and ``check`` is set, or when it times out.
+    For repositories the daemon made and the agent cannot write (mirrors and
+    the repositories made for one fetch or push); the agent's workspace is
+    reached only through :class:`~orchestrator.agent.workspace_git.WorkspaceGit`.
+    The command always runs with the pinned settings and the minimal
+    environment; ``credentials`` reach git through a socket. Raises
+    :class:`GitError` (with credentials redacted) when the command fails and
+    ``check`` is set, or when it times out.
     """
     with credential_pipe(credentials) as (helper_flags, fds):
         result = run_bounded(
             ["git", *PINNED_FLAGS, *helper_flags, *args],
             cwd=cwd,
-            env=git_environment(env),
+            env=git_environment(),
             timeout_s=timeout_s,
             grace_s=2.0,
             capture_bytes=GIT_OUTPUT_LIMIT,
@@ -246,14 +276,13 @@ def refused_credentials(error: GitError) -> bool:
     return any(marker in text for marker in _AUTH_REFUSED)
 
 
-def git_ok(
-    args: Sequence[str], *, cwd: Path, timeout_s: float, env: Mapping[str, str] | None = None
-) -> bool:
-    """Whether ``git args`` succeeds (for existence checks such as ``rev-parse --verify``)."""
+def git_ok(args: Sequence[str], *, cwd: Path, timeout_s: float) -> bool:
+    """Whether ``git args`` succeeds (for existence checks such as ``rev-parse --verify``), in
+    a repository the daemon made."""
     result = run_bounded(
         ["git", *PINNED_FLAGS, *args],
         cwd=cwd,
-        env=git_environment(env),
+        env=git_environment(),
         timeout_s=timeout_s,
         grace_s=1.0,
         capture_bytes=4096,

@@ -7,18 +7,21 @@ user and could have edited its config (a ``pushurl``, an ``insteadOf``, an
 ``include``) or planted hooks. Every command that talks to the remote runs in a
 bare repository the daemon creates for that one operation (its objects borrowed
 from the mirror through ``alternates``), names the remote by its URL, and gets
-the credential through a pipe; the mirror then takes the fetched objects and
+the credential through a socket; the mirror then takes the fetched objects and
 refs from that repository over ``file://``, without any credential.
 
-Pushing works the same way: the agent's branch is fetched from the workspace
-into a fresh repository, checked (the expected commit, a fast-forward of the
-remote branch or of the base, no path under a ``.git`` folder), and pushed from
-there.
+Pushing works the same way: the agent's branch leaves its workspace as a bundle
+made in the agent's sandbox, is fetched from that file into a fresh repository,
+checked (the expected commit, a fast-forward of the remote branch or of the
+base, no path under a ``.git`` folder), and pushed from there. A workspace is
+brought up to a pushed head the other way round: a bundle made here is
+unbundled in the agent's sandbox (:meth:`MirrorStore.bundle_of`).
 """
 
 from __future__ import annotations
 
 import fcntl
+import re
 import shutil
 import tempfile
 import threading
@@ -36,6 +39,7 @@ from orchestrator.agent.git import (
 )
 from orchestrator.agent.naming import workspace_key
 from orchestrator.agent.paths import checked_child
+from orchestrator.agent.workspace_git import WorkspaceBranch
 from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
@@ -43,6 +47,8 @@ log = get_logger(__name__)
 STAGING_DIR = ".staging"
 _INCOMING = "refs/orchestrator/incoming"
 _REMOTE = "refs/orchestrator/remote"
+_OUTGOING = "refs/orchestrator/outgoing"
+_COMMIT_ID = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
 
 
 def file_url(path: Path) -> str:
@@ -265,31 +271,29 @@ class MirrorStore:
         self,
         source: RepoSource,
         *,
-        workspace: Path,
-        branch: str,
+        outgoing: WorkspaceBranch,
         base_branch: str,
         expected: str,
         cancel: threading.Event | None = None,
     ) -> str:
-        """Push the workspace's ``branch`` to the remote, if it is ``expected`` and safe.
+        """Push the workspace's branch (``outgoing``) to the remote, if it is ``expected`` and safe.
 
-        Checks, in a repository made for this push: the workspace's branch is the
-        expected commit; it fast-forwards the remote branch (or, for a new branch,
-        descends from the base branch); no changed path lies under a ``.git``
-        folder. Raises :class:`WorkspaceError` naming what failed.
+        The branch leaves the workspace as a bundle made in the agent's sandbox
+        (without the history the mirror already has) and is fetched from that
+        file, with every object checked, into a repository made for this push.
+        Checks there: the branch is the expected commit; it fast-forwards the
+        remote branch (or, for a new branch, descends from the base branch); no
+        changed path lies under a ``.git`` folder. Raises :class:`WorkspaceError`
+        naming what failed.
         """
+        branch = outgoing.branch
         with self.locked(source) as mirror, self.scratch(mirror) as repo:
-            self._git(
-                [
-                    "fetch",
-                    "--quiet",
-                    "--no-tags",
-                    file_url(workspace),
-                    f"+refs/heads/{branch}:{_INCOMING}",
-                ],
-                repo,
-                cancel=cancel,
-            )
+            if git_ok(["cat-file", "-e", f"{expected}^{{commit}}"], cwd=repo, timeout_s=30):
+                # The mirror has the commit already (a push that is done again).
+                self._git(["update-ref", _INCOMING, expected], repo)
+            else:
+                known = self._branch_heads(mirror, [base_branch, branch])
+                self._receive(repo, outgoing, known, cancel)
             fetched = self._git(["rev-parse", "--verify", f"{_INCOMING}^{{commit}}"], repo)
             if fetched != expected:
                 raise WorkspaceError(
@@ -326,6 +330,80 @@ class MirrorStore:
                 cancel=cancel,
             )
         return expected
+
+    def _receive(
+        self,
+        repo: Path,
+        outgoing: WorkspaceBranch,
+        known: list[str],
+        cancel: threading.Event | None,
+    ) -> None:
+        """Fetch ``outgoing`` into ``repo``'s incoming ref from a bundle the sandbox made."""
+        bundle = repo.parent / "outgoing.bundle"
+        with bundle.open("wb") as into:
+            outgoing.export(into, known=known, cancel=cancel)
+        # Every object is checked as GitHub checks a push (fsck), before anything reads it.
+        self._git(
+            [
+                "-c",
+                "fetch.fsckObjects=true",
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                str(bundle),
+                f"+refs/heads/{outgoing.branch}:{_INCOMING}",
+            ],
+            repo,
+            cancel=cancel,
+        )
+
+    @contextmanager
+    def bundle_of(self, mirror: Path, head: str, *, known: Sequence[str]) -> Iterator[Path]:
+        """A bundle file of the mirror's commit ``head``, without the history ``known`` reaches.
+
+        ``known`` are commit ids a workspace says it has; those the mirror lacks
+        are left out. Call inside :meth:`locked`. Raises :class:`GitError` when
+        the mirror does not have ``head``.
+        """
+        with self.scratch(mirror) as repo:
+            self._git(["update-ref", _OUTGOING, f"{head}^{{commit}}"], repo)
+            have = [
+                sha
+                for sha in dict.fromkeys(known)
+                if _COMMIT_ID.match(sha)
+                and git_ok(["cat-file", "-e", f"{sha}^{{commit}}"], cwd=repo, timeout_s=30)
+            ]
+            bundle = repo.parent / "sync.bundle"
+            negatives = [f"^{sha}" for sha in have]
+            made = git_ok(
+                ["bundle", "create", "--quiet", str(bundle), _OUTGOING, *negatives],
+                cwd=repo,
+                timeout_s=self.timeout_s,
+            )
+            if not made:
+                # Everything ``head`` needs is in what the workspace says it has (a claim
+                # not to rely on): the whole history instead.
+                self._git(["bundle", "create", "--quiet", str(bundle), _OUTGOING], repo)
+            yield bundle
+
+    def has_commit(self, mirror: Path, sha: str) -> bool:
+        """Whether the mirror holds the commit ``sha``."""
+        return bool(_COMMIT_ID.match(sha)) and git_ok(
+            ["cat-file", "-e", f"{sha}^{{commit}}"], cwd=mirror, timeout_s=30
+        )
+
+    def _branch_heads(self, mirror: Path, branches: Sequence[str]) -> list[str]:
+        """The commits the mirror's ``branches`` point at (those it has)."""
+        heads = []
+        for name in branches:
+            sha = self._git(
+                ["rev-parse", "--verify", "--quiet", f"refs/heads/{name}^{{commit}}"],
+                mirror,
+                check=False,
+            )
+            if sha:
+                heads.append(sha)
+        return heads
 
     def _fast_forward_start(self, repo: Path, branch: str, base: str, head: str) -> str:
         """Where ``head``'s new commits start: the remote branch it must fast-forward, or,

@@ -253,6 +253,23 @@ def terminate_session(proc: subprocess.Popen[bytes], grace_s: float) -> bool:
     return _all_gone(proc)
 
 
+class FileSink:
+    """Writes a stream into an open file, up to ``limit`` bytes; ``overflowed`` once it is past."""
+
+    def __init__(self, target: IO[bytes], limit: int) -> None:
+        self.target = target
+        self.limit = limit
+        self.total = 0
+        self.overflowed = False
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        if self.total > self.limit:
+            self.overflowed = True
+            return
+        self.target.write(data)
+
+
 class OutputCapture:
     """Keeps the first and last bytes of a stream, and counts what was dropped between."""
 
@@ -301,10 +318,13 @@ class BoundedRun:
     output_bytes: int
     truncated: bool
     duration_s: float
+    # The standard output went past the sink's limit: the program was ended there.
+    overflowed: bool = False
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.cancelled
+        ended_well = self.exit_code == 0 and not self.overflowed
+        return ended_well and not self.timed_out and not self.cancelled
 
 
 def run_bounded(
@@ -320,27 +340,32 @@ def run_bounded(
     pass_fds: tuple[int, ...] = (),
     sandbox: SandboxSettings | None = None,
     track: TrackedGroup | None = None,
+    stdin: IO[bytes] | None = None,
+    stdout_sink: FileSink | None = None,
 ) -> BoundedRun:
     """Run ``argv`` in its own session, at most ``timeout_s``, capturing its output.
 
     On timeout or cancellation the whole session is terminated (SIGTERM, grace,
     SIGKILL) and ``exit_code`` is None. Background processes the program leaves
     behind are terminated too, so nothing outlives the call. ``sandbox`` and
-    ``track`` are passed to :func:`spawn`.
+    ``track`` are passed to :func:`spawn`. ``stdin`` is an open file the program
+    reads (default: nothing); with ``stdout_sink`` the standard output goes
+    into that sink instead of the capture, and the program is ended once it
+    wrote more than the sink's limit (``overflowed``).
     """
     started = time.monotonic()
     proc = spawn(
         argv,
         cwd=cwd,
         env=env,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if stdin is None else stdin,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT if merge_stderr else subprocess.PIPE,
         pass_fds=pass_fds,
         sandbox=sandbox,
         track=track,
     )
-    out = OutputCapture(capture_bytes)
+    out: OutputCapture | FileSink = stdout_sink or OutputCapture(capture_bytes)
     err = OutputCapture(capture_bytes)
     selector = selectors.DefaultSelector()
     pipes = [(proc.stdout, out), (proc.stderr, err)]
@@ -360,13 +385,16 @@ def run_bounded(
             if now >= deadline:
                 timed_out = True
                 break
+            if stdout_sink is not None and stdout_sink.overflowed:
+                break
             if leader_exit is None and proc.poll() is not None:
                 leader_exit = now
             if leader_exit is not None and now - leader_exit > PIPE_DRAIN_S:
                 break
             for key, _ in selector.select(min(POLL_INTERVAL_S * 5, deadline - now)):
                 _read_into(key, selector)
-        while not (timed_out or cancelled) and proc.poll() is None:
+        overflowed = stdout_sink is not None and stdout_sink.overflowed
+        while not (timed_out or cancelled or overflowed) and proc.poll() is None:
             remaining = deadline - time.monotonic()
             if cancel is not None and cancel.is_set():
                 cancelled = True
@@ -387,15 +415,17 @@ def run_bounded(
             proc.kill()
             proc.wait()
         release(proc, track)
+    overflowed = stdout_sink is not None and stdout_sink.overflowed
     return BoundedRun(
-        exit_code=None if (timed_out or cancelled) else proc.returncode,
+        exit_code=None if (timed_out or cancelled or overflowed) else proc.returncode,
         timed_out=timed_out,
         cancelled=cancelled,
-        stdout=out.text(),
+        stdout=out.text() if isinstance(out, OutputCapture) else "",
         stderr=err.text(),
         output_bytes=out.total + err.total,
-        truncated=out.truncated or err.truncated,
+        truncated=err.truncated or (isinstance(out, OutputCapture) and out.truncated),
         duration_s=time.monotonic() - started,
+        overflowed=overflowed,
     )
 
 

@@ -52,6 +52,7 @@ from orchestrator.agent.settings import AgentPreset, AgentSettings, HookSettings
 from orchestrator.agent.snapshot import HeadSnapshot, take_snapshot
 from orchestrator.agent.turn import TurnOutcome, TurnRequest, TurnResult
 from orchestrator.agent.workspace import RESULT_DIR
+from orchestrator.agent.workspace_git import WorkspaceGit
 from orchestrator.domain.results import ResultError, ResultErrorKind
 from orchestrator.logs import get_logger, redact_text
 
@@ -176,6 +177,11 @@ class AgentRunner:
         self.on_event = on_event
         self.registry = registry
 
+    @property
+    def git(self) -> WorkspaceGit:
+        """Git on the workspace: it is the agent's, so it runs in the agent's sandbox."""
+        return WorkspaceGit(self.hooks.sandbox)
+
     def prepare(self, request: TurnRequest) -> AgentTurn:
         """A turn ready to run; register it where other threads can cancel it, then run it."""
         return AgentTurn(self, request)
@@ -221,7 +227,6 @@ class AgentTurn:
             raise RuntimeError(f"turn {self.run_id} was already run")
         started_at = self.runner.clock()
         files = self._prepare()
-        git_env = self.runner.environment.build().variables
         hook_env = self.runner.environment.build(files.variables).variables
         progress = _Progress(started=time.monotonic())
         mapper = self._mapper()
@@ -239,13 +244,13 @@ class AgentTurn:
         exit_code: int | None = None
         head_before: HeadSnapshot | None = None
         if outcome is None:
-            head_before = self._snapshot(git_env)
+            head_before = self._snapshot()
             outcome, message, exit_code = self._launch(
                 command, files, head_before, mapper, progress
             )
         if started:
             self._after_run(hook_env)
-        head_after = self._snapshot(git_env)
+        head_after = self._snapshot()
         results = self._results(files.result_dir, head_after)
         outcome, message = self._conclude(
             outcome,
@@ -423,10 +428,13 @@ class AgentTurn:
             required=self.request.required_results,
         )
 
-    def _snapshot(self, env: dict[str, str]) -> HeadSnapshot:
+    def _snapshot(self) -> HeadSnapshot:
         workspace = self.request.workspace
         return take_snapshot(
-            workspace.path, branch=workspace.branch, base_branch=workspace.base_branch, env=env
+            workspace.path,
+            branch=workspace.branch,
+            base_branch=workspace.base_branch,
+            git=self.runner.git,
         )
 
     def _after_run(self, env: dict[str, str]) -> None:

@@ -7,13 +7,10 @@ lets the runtime tell "the agent says it is done but committed nothing" from
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, git_ok, run_git
-
-_TIMEOUT_S = 30.0
+from orchestrator.agent.workspace_git import WorkspaceGit
 
 
 @dataclass(frozen=True)
@@ -32,36 +29,23 @@ class HeadSnapshot:
     compared_to: str | None
 
 
-def take_snapshot(
-    path: Path, *, branch: str, base_branch: str, env: Mapping[str, str]
-) -> HeadSnapshot:
+def take_snapshot(path: Path, *, branch: str, base_branch: str, git: WorkspaceGit) -> HeadSnapshot:
     """Read HEAD, the current branch and the ahead count of the workspace at ``path``.
 
-    ``env`` is the filtered agent environment: the workspace is the agent's,
-    so git runs there without the daemon's secrets and without hooks.
+    The workspace is the agent's, so git runs there only through ``git``
+    (inside the agent's sandbox, see :mod:`orchestrator.agent.workspace_git`).
     """
-
-    def git(*args: str) -> str:
-        return run_git(
-            [*UNTRUSTED_REPO_FLAGS, *args], cwd=path, timeout_s=_TIMEOUT_S, check=False, env=env
-        )
-
-    sha = git("rev-parse", "--verify", "--quiet", "HEAD")
-    current = git("symbolic-ref", "--quiet", "--short", "HEAD")
+    sha = git.line(path, "rev-parse", "--verify", "--quiet", "HEAD")
+    current = git.line(path, "symbolic-ref", "--quiet", "--short", "HEAD")
     if not sha:
         return HeadSnapshot(sha=None, branch=current or None, ahead=None, compared_to=None)
     compared_to = None
     for candidate in (f"refs/remotes/origin/{branch}", f"refs/remotes/origin/{base_branch}"):
-        if git_ok(
-            [*UNTRUSTED_REPO_FLAGS, "rev-parse", "--verify", "--quiet", candidate],
-            cwd=path,
-            timeout_s=_TIMEOUT_S,
-            env=env,
-        ):
+        if git.ok(path, "rev-parse", "--verify", "--quiet", candidate):
             compared_to = candidate
             break
     ahead = None
     if compared_to is not None:
-        count = git("rev-list", "--count", f"{compared_to}..HEAD")
+        count = git.line(path, "rev-list", "--count", f"{compared_to}..HEAD")
         ahead = int(count) if count.isdigit() else None
     return HeadSnapshot(sha=sha, branch=current or None, ahead=ahead, compared_to=compared_to)

@@ -19,12 +19,13 @@ from pathlib import Path
 
 from orchestrator.agent.environment import AgentEnvironment
 from orchestrator.agent.errors import HookFailed, WorkspaceError
-from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, RepoSource, git_ok, run_git
+from orchestrator.agent.git import RepoSource, git_ok, run_git
 from orchestrator.agent.hooks import HookName, run_hook
 from orchestrator.agent.mirror import STAGING_DIR, MirrorStore, file_url
 from orchestrator.agent.naming import branch_name, is_valid_branch_name, workspace_key
 from orchestrator.agent.paths import checked_child
 from orchestrator.agent.settings import HookSettings, WorkspaceSettings
+from orchestrator.agent.workspace_git import WorkspaceBranch, WorkspaceGit
 from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
@@ -84,6 +85,12 @@ class WorkspaceManager:
         self.mirrors = MirrorStore(mirror_root, timeout_s=self._timeout_s)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+
+    @property
+    def git(self) -> WorkspaceGit:
+        """The only way the daemon runs git on a workspace: in the sandbox the hooks run in
+        (the agents' one), read at each call like the hook settings."""
+        return WorkspaceGit(self.hooks.sandbox, timeout_s=self._timeout_s)
 
     # ------------------------------------------------------------------ paths
 
@@ -255,12 +262,12 @@ class WorkspaceManager:
             if hook_first:
                 # The hook's files stay; tracked paths take the branch's content (a
                 # plain checkout would refuse to overwrite what the hook left there).
-                self._agent_git(["symbolic-ref", "HEAD", f"refs/heads/{branch}"], target)
+                self.git.run(target, "symbolic-ref", "HEAD", f"refs/heads/{branch}")
                 start = f"origin/{branch}" if tracked else f"origin/{base}"
-                self._agent_git(["reset", "--hard", "--quiet", start], target)
+                self.git.run(target, "reset", "--hard", "--quiet", start, work_tree=True)
                 if tracked:
-                    self._agent_git(
-                        ["branch", "--quiet", f"--set-upstream-to=origin/{branch}", branch], target
+                    self.git.run(
+                        target, "branch", "--quiet", f"--set-upstream-to=origin/{branch}", branch
                     )
             elif tracked:
                 self._git(
@@ -288,17 +295,8 @@ class WorkspaceManager:
     def _git(self, args: list[str], cwd: Path) -> str:
         return run_git(args, cwd=cwd, timeout_s=self._timeout_s)
 
-    def _agent_git(self, args: list[str], cwd: Path) -> str:
-        """git in a workspace the agent has used: filtered environment, no hooks."""
-        return run_git(
-            [*UNTRUSTED_REPO_FLAGS, *args],
-            cwd=cwd,
-            timeout_s=self._timeout_s,
-            env=self.agent_git_env(),
-        )
-
     def agent_git_env(self) -> dict[str, str]:
-        """The environment for git commands inside a workspace (no daemon secrets)."""
+        """The environment the agent's own git runs with (no daemon secrets)."""
         return self.environment.build().variables
 
     def _hook_env(self, workspace: Workspace) -> dict[str, str]:
@@ -354,9 +352,10 @@ class WorkspaceManager:
         """Push the workspace's branch to the repository and return the pushed commit SHA.
 
         The push never runs in the workspace, whose config and hooks are the
-        agent's: the branch is fetched into a repository the daemon makes for the
-        push, checked there, and pushed with the credential handed over a pipe
-        (:meth:`MirrorStore.push_branch`).
+        agent's: the branch leaves the workspace as a bundle made in the agent's
+        sandbox, is fetched from that bundle into a repository the daemon makes
+        for the push, checked there, and pushed with the credential handed over
+        a socket (:meth:`MirrorStore.push_branch`).
         """
         path = checked_child(self.root, workspace.key)
         if workspace.branch == workspace.base_branch:
@@ -364,8 +363,8 @@ class WorkspaceManager:
                 f"refusing to publish {workspace.identifier} onto its base branch "
                 f"{workspace.branch}"
             )
-        head = self._agent_git(
-            ["rev-parse", "--verify", f"refs/heads/{workspace.branch}^{{commit}}"], path
+        head = self.git.run(
+            path, "rev-parse", "--verify", f"refs/heads/{workspace.branch}^{{commit}}"
         )
         with self.mirrors.locked(source) as mirror:
             if not mirror.exists():
@@ -374,14 +373,13 @@ class WorkspaceManager:
                 )
         self.mirrors.push_branch(
             source,
-            workspace=path,
-            branch=workspace.branch,
+            outgoing=WorkspaceBranch(self.git, path, workspace.branch),
             base_branch=workspace.base_branch,
             expected=head,
             cancel=cancel,
         )
         # Let the workspace see what the remote now has, for the ahead count.
-        self._agent_git(["update-ref", f"refs/remotes/origin/{workspace.branch}", head], path)
+        self.git.run(path, "update-ref", f"refs/remotes/origin/{workspace.branch}", head)
         log.info("branch_published", issue=workspace.identifier, branch=workspace.branch, sha=head)
         return head
 

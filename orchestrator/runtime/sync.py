@@ -18,33 +18,14 @@ reviews or fixes code that is not the pull request's.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-
 from orchestrator.agent import RepoSource, Workspace, WorkspaceManager
 from orchestrator.agent.errors import WorkspaceError
-from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, git_ok, run_git
-from orchestrator.agent.mirror import file_url
 from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
 
-_TIMEOUT_S = 120.0
-_FILTER_KEY = re.compile(r"^filter\.(.+)\.(clean|smudge|process|required)$")
-
-
-def _no_filters(git: Callable[..., str]) -> list[str]:
-    """Command-line settings that blank every filter driver the workspace's config defines."""
-    listing = git("config", "--null", "--name-only", "--get-regexp", r"^filter\.", check=False)
-    flags: list[str] = []
-    for key in sorted(set(listing.split("\0"))):
-        found = _FILTER_KEY.match(key.strip())
-        if found is not None:
-            name = found.group(1)
-            for part in ("clean", "smudge", "process"):
-                flags += ["-c", f"filter.{name}.{part}="]
-            flags += ["-c", f"filter.{name}.required=false"]
-    return flags
+# The workspace's own refs offered as what it already has (so the bundle stays small).
+_KNOWN_LIMIT = 20
 
 
 def sync_to_head(
@@ -59,47 +40,81 @@ def sync_to_head(
     Commits up to ``discard`` (a discarded turn's head) are never kept: a
     branch holding it is reset to ``head_sha``. Raises :class:`WorkspaceError`
     when ``head_sha`` cannot be fetched.
+
+    The workspace is the agent's: every git command on it runs through
+    :class:`~orchestrator.agent.workspace_git.WorkspaceGit`, in the agent's
+    sandbox, and the pull request's commits reach it as a bundle the daemon
+    makes from its mirror, never by a fetch in the workspace (a fetch would
+    run what the workspace's config names, such as ``core.alternateRefsCommand``
+    or ``remote.<url>.uploadpack``).
     """
-    env = workspaces.agent_git_env()
+    git = workspaces.git
     path = workspace.path
-
-    def git(*args: str, check: bool = True) -> str:
-        return run_git(
-            [*UNTRUSTED_REPO_FLAGS, *args], cwd=path, timeout_s=_TIMEOUT_S, env=env, check=check
-        )
-
-    def ok(*args: str) -> bool:
-        return git_ok([*UNTRUSTED_REPO_FLAGS, *args], cwd=path, timeout_s=_TIMEOUT_S, env=env)
-
-    local = git("rev-parse", "--verify", "HEAD")
+    local = git.run(path, "rev-parse", "--verify", "HEAD")
     if local == head_sha:
         return
-    if not ok("cat-file", "-e", f"{head_sha}^{{commit}}"):
-        with workspaces.mirrors.locked(source) as mirror:
-            workspaces.mirrors.update(source, branches=[workspace.branch])
-            git(
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                file_url(mirror),
-                f"+refs/heads/{workspace.branch}:refs/remotes/origin/{workspace.branch}",
-            )
-    if not ok("cat-file", "-e", f"{head_sha}^{{commit}}"):
+    if not git.ok(path, "cat-file", "-e", f"{head_sha}^{{commit}}"):
+        _bring_commit(workspaces, workspace, source, head_sha, local)
+    if not git.ok(path, "cat-file", "-e", f"{head_sha}^{{commit}}"):
         log.warning("workspace_sync_missing", head=head_sha)
         raise WorkspaceError(
             f"the pull request's head {head_sha[:12]} is not on its branch {workspace.branch} "
             "(pushed over since the turn was planned?); the turn runs again from the new head"
         )
-    keeps_discarded = discard is not None and ok("merge-base", "--is-ancestor", discard, local)
-    if ok("merge-base", "--is-ancestor", head_sha, local) and not keeps_discarded:
+    keeps_discarded = discard is not None and git.ok(
+        path, "merge-base", "--is-ancestor", discard, local
+    )
+    if git.ok(path, "merge-base", "--is-ancestor", head_sha, local) and not keeps_discarded:
         # The workspace already holds the head and more (commits not pushed yet).
         return
     # Updating the work tree would run the clean/smudge filters the workspace's config
-    # names (the agent's commands, outside any sandbox): each one is switched off.
-    if ok("merge-base", "--is-ancestor", local, head_sha):
-        git(*_no_filters(git), "merge", "--ff-only", "--quiet", head_sha)
+    # names: each one is switched off (and the command runs in the agent's sandbox).
+    if git.ok(path, "merge-base", "--is-ancestor", local, head_sha):
+        git.run(path, "merge", "--ff-only", "--quiet", head_sha, work_tree=True)
         log.info("workspace_synced", previous=local, head=head_sha)
     else:
-        git(*_no_filters(git), "reset", "--hard", "--quiet", head_sha)
+        git.run(path, "reset", "--hard", "--quiet", head_sha, work_tree=True)
         log.warning("workspace_reset", left_behind=local, head=head_sha)
-    git("update-ref", f"refs/remotes/origin/{workspace.branch}", head_sha)
+    git.run(path, "update-ref", f"refs/remotes/origin/{workspace.branch}", head_sha)
+
+
+def _bring_commit(
+    workspaces: WorkspaceManager,
+    workspace: Workspace,
+    source: RepoSource,
+    head_sha: str,
+    local: str,
+) -> None:
+    """Put ``head_sha`` and its history into the workspace's objects, from the mirror.
+
+    The mirror fetches the branch; a bundle of the head (without the history
+    the workspace says it has) is unbundled in the workspace. A head the remote
+    branch no longer has is left missing (the caller says so).
+    """
+    git = workspaces.git
+    path = workspace.path
+    listed = git.line(
+        path,
+        "for-each-ref",
+        f"--count={_KNOWN_LIMIT}",
+        "--format=%(objectname)",
+        f"refs/remotes/origin/{workspace.branch}",
+        f"refs/remotes/origin/{workspace.base_branch}",
+        "refs/heads/",
+    )
+    known = [local, *listed.split()]
+    with workspaces.mirrors.locked(source) as mirror:
+        workspaces.mirrors.update(source, branches=[workspace.branch])
+        if not workspaces.mirrors.has_commit(mirror, head_sha):
+            return
+        with workspaces.mirrors.bundle_of(mirror, head_sha, known=known) as bundle:
+            try:
+                with bundle.open("rb") as stream:
+                    git.import_bundle(path, stream)
+            except WorkspaceError:
+                # The workspace lacks what it said it had: the whole history instead.
+                with (
+                    workspaces.mirrors.bundle_of(mirror, head_sha, known=()) as whole,
+                    whole.open("rb") as stream,
+                ):
+                    git.import_bundle(path, stream)

@@ -2,7 +2,8 @@
 
 A thread the agent reports fixed is answered "Addressed" only when a commit of
 the turn changes the file the thread is on (:func:`orchestrator.domain.review.prove_fix`).
-This module reads that evidence with the daemon's pinned git: the commits
+This module reads that evidence through the workspace's git (in the agent's
+sandbox, :mod:`orchestrator.agent.workspace_git`): the commits
 between the turn's start and its final head, oldest first, each with which of
 the threads' files it changes. The workspace is the agent's, so a failure to
 read it is no evidence at all (an empty list), never a pass.
@@ -14,7 +15,7 @@ from dataclasses import replace
 
 from orchestrator.agent import Workspace
 from orchestrator.agent.errors import AgentLayerError
-from orchestrator.agent.git import run_git
+from orchestrator.agent.workspace_git import WorkspaceGit
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.snapshot import AgentOutcome, ReviewThread, TurnCommit
 from orchestrator.logs import error_fields, get_logger
@@ -32,7 +33,7 @@ def with_turn_commits(
     outcome: AgentOutcome,
     threads: tuple[ReviewThread, ...],
     workspace: Workspace,
-    env: dict[str, str],
+    git: WorkspaceGit,
 ) -> AgentOutcome:
     """The rework ``outcome`` with the commits it made and the thread files each changes."""
     if outcome.phase is not Phase.REWORK:
@@ -42,8 +43,8 @@ def with_turn_commits(
     paths = sorted({t.path for t in threads if t.path and not t.is_resolved})[:MAX_PATHS]
     span = f"{outcome.head_before}..{outcome.head_after}"
     try:
-        shas = _lines(workspace, env, "rev-list", "--reverse", f"--max-count={MAX_COMMITS}", span)
-        touched = _touched(workspace, env, span, paths) if paths else {}
+        shas = _lines(git, workspace, "rev-list", "--reverse", f"--max-count={MAX_COMMITS}", span)
+        touched = _touched(git, workspace, span, paths) if paths else {}
     except AgentLayerError as error:
         log.warning("turn_commits_unreadable", **error_fields(error))
         return replace(outcome, commits=())
@@ -51,31 +52,26 @@ def with_turn_commits(
     return replace(outcome, commits=commits)
 
 
-def _lines(workspace: Workspace, env: dict[str, str], *args: str) -> list[str]:
-    out = run_git(list(args), cwd=workspace.path, timeout_s=_TIMEOUT_S, env=env)
+def _lines(git: WorkspaceGit, workspace: Workspace, *args: str) -> list[str]:
+    out = git.run(workspace.path, *args)
     return [line for line in out.splitlines() if line.strip()]
 
 
 def _touched(
-    workspace: Workspace, env: dict[str, str], span: str, paths: list[str]
+    git: WorkspaceGit, workspace: Workspace, span: str, paths: list[str]
 ) -> dict[str, set[str]]:
     """For each commit of ``span``, which of ``paths`` it adds, changes, deletes or renames."""
-    out = run_git(
-        [
-            "--literal-pathspecs",
-            "log",
-            "--no-renames",
-            "--no-merges",
-            f"--max-count={MAX_COMMITS}",
-            "--name-only",
-            "--format=%x00commit %H",
-            span,
-            "--",
-            *paths,
-        ],
-        cwd=workspace.path,
-        timeout_s=_TIMEOUT_S,
-        env=env,
+    out = git.run(
+        workspace.path,
+        "log",
+        "--no-renames",
+        "--no-merges",
+        f"--max-count={MAX_COMMITS}",
+        "--name-only",
+        "--format=%x00commit %H",
+        span,
+        "--",
+        *paths,
     )
     wanted = set(paths)
     touched: dict[str, set[str]] = {}

@@ -44,7 +44,6 @@ from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource, TurnRequest, Workspace
 from orchestrator.agent.errors import AgentLayerError
 from orchestrator.agent.events import TokenUsage
-from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, git_ok, run_git
 from orchestrator.agent.results import CONTEXT_FILE
 from orchestrator.agent.safe_files import write_file
 from orchestrator.agent.snapshot import HeadSnapshot
@@ -87,7 +86,6 @@ log = get_logger(__name__)
 
 # Dispatch reasons that start an agent afresh rather than continue its session.
 FRESH_START_REASONS = frozenset({"claim", "start"})
-_GIT_TIMEOUT_S = 60.0
 
 
 def issue_branch(record: StoredRecord, view: PolicyView, number: int) -> str:
@@ -220,9 +218,11 @@ class TurnRunner:
                 outcome = adopt_unpushed_work(
                     result.to_agent_outcome(), job, workspace, result.head_before
                 )
-                git_env = job.agents.workspaces.agent_git_env()
                 outcome = with_turn_commits(
-                    outcome, job.pr.threads if job.pr is not None else (), workspace, git_env
+                    outcome,
+                    job.pr.threads if job.pr is not None else (),
+                    workspace,
+                    job.agents.workspaces.git,
                 )
                 outcome = with_pr_template(
                     outcome,
@@ -423,12 +423,8 @@ class TurnRunner:
             CONTEXT_FILE,
             json.dumps(context, indent=2, ensure_ascii=False).encode("utf-8"),
         )
-        head = run_git(
-            [*UNTRUSTED_REPO_FLAGS, "rev-parse", "--verify", "--quiet", "HEAD"],
-            cwd=workspace.path,
-            timeout_s=_GIT_TIMEOUT_S,
-            check=False,
-            env=job.agents.workspaces.agent_git_env(),
+        head = job.agents.workspaces.git.line(
+            workspace.path, "rev-parse", "--verify", "--quiet", "HEAD"
         )
         issue = PromptIssue(
             number=ref.number,
@@ -553,9 +549,11 @@ def adopt_unpushed_work(
     candidates = [sha for sha in (recorded, planned) if sha]
     if not candidates and before.ahead and before.compared_to is not None:
         candidates = [_git_line(job, workspace, "merge-base", started, before.compared_to)]
+    if started in candidates:
+        # The turn started from a pushed head: the one recorded, or the pull request's as
+        # planned (the turn was brought up to someone else's push), which may descend from it.
+        return outcome
     for pushed in candidates:
-        if pushed == started:
-            return outcome
         if _git_ok(job, workspace, "merge-base", "--is-ancestor", pushed, started):
             log.info("unpushed_work_adopted", pushed=pushed, workspace_head=started)
             return replace(outcome, head_before=pushed)
@@ -563,22 +561,11 @@ def adopt_unpushed_work(
 
 
 def _git_line(job: TurnJob, workspace: Workspace, *args: str) -> str:
-    return run_git(
-        [*UNTRUSTED_REPO_FLAGS, *args],
-        cwd=workspace.path,
-        timeout_s=_GIT_TIMEOUT_S,
-        check=False,
-        env=job.agents.workspaces.agent_git_env(),
-    ).strip()
+    return job.agents.workspaces.git.line(workspace.path, *args)
 
 
 def _git_ok(job: TurnJob, workspace: Workspace, *args: str) -> bool:
-    return git_ok(
-        [*UNTRUSTED_REPO_FLAGS, *args],
-        cwd=workspace.path,
-        timeout_s=_GIT_TIMEOUT_S,
-        env=job.agents.workspaces.agent_git_env(),
-    )
+    return job.agents.workspaces.git.ok(workspace.path, *args)
 
 
 def label_priority(labels: Iterable[str], priority_labels: Sequence[str]) -> int | None:

@@ -16,7 +16,6 @@ from typing import Any
 from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource
 from orchestrator.agent.errors import AgentLayerError
-from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, run_git
 from orchestrator.domain.actions import PayloadValue, SideEffect, SideEffectKind
 from orchestrator.domain.pr_body import closes_tracked, merge_human_edits
 from orchestrator.domain.record_updates import EffectResult
@@ -36,8 +35,6 @@ from orchestrator.github.outcomes import (
 from orchestrator.logs import get_logger
 from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView
 from orchestrator.workflow.schema import ReviewCommentMode
-
-_GIT_TIMEOUT_S = 120.0
 
 
 def effect_marker(key: str) -> str:
@@ -161,11 +158,8 @@ class GitHubWrites:
         workspace = wiring.workspaces.ensure(
             WorkspaceIssue(identifier, target.number, target.title, branch=branch), self._source()
         )
-        current = run_git(
-            [*UNTRUSTED_REPO_FLAGS, "rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}"],
-            cwd=workspace.path,
-            timeout_s=_GIT_TIMEOUT_S,
-            env=wiring.workspaces.agent_git_env(),
+        current = wiring.workspaces.git.run(
+            workspace.path, "rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}"
         )
         if current != head:
             return _lost(identifier, head, f"branch {branch} is at {current[:12]} in the workspace")

@@ -76,7 +76,7 @@ def test_a_head_the_branch_does_not_have_fails_the_turn(
 ) -> None:
     manager, workspace, source = setup
     before = git(workspace.path, "rev-parse", "HEAD")
-    with pytest.raises(WorkspaceError, match="couldn't find remote ref"):
+    with pytest.raises(WorkspaceError, match="is not on its branch"):
         # Not even pushed yet.
         sync_to_head(manager, workspace, source, "0123456789abcdef0123456789abcdef01234567")
     manager.publish(workspace, source)

@@ -108,7 +108,9 @@ def test_a_sigterm_ignoring_agent_and_its_children_are_all_killed(
             {"stall_after": 1},
         ]
     }
-    result = harness.run(scenario, stall_timeout_ms=500, turn_timeout_ms=60_000)
+    # Long enough for the agent's interpreter to start and write its children's ids on a
+    # loaded machine: the stall is counted from the start until the first event.
+    result = harness.run(scenario, stall_timeout_ms=4_000, turn_timeout_ms=60_000)
     assert result.outcome is TurnOutcome.STALLED
     pids = json.loads(pids_file.read_text())
     for pid in [pids["agent"], *pids["children"]]:

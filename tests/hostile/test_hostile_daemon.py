@@ -41,7 +41,7 @@ import httpx
 import pytest
 
 from orchestrator.agent import probe_bwrap
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator.sim.testing import SimWorld
 from tests.e2e.harness import OWNER_LABEL, Flow, write_policy
 
 AGENT = Path(__file__).with_name("agent.py")
@@ -113,21 +113,6 @@ class Listener:
 
     def close(self) -> None:
         self.server.close()
-
-
-@pytest.fixture
-def listener() -> Iterator[Listener]:
-    served = Listener()
-    try:
-        yield served
-    finally:
-        served.close()
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[SimWorld]:
-    with running_world(tmp_path / "sim") as running:
-        yield running
 
 
 def daemon_user() -> tuple[list[str], int, int]:
@@ -352,6 +337,18 @@ def wait_for(condition: Any, what: str, layout: Layout, timeout_s: float = 120.0
         time.sleep(0.2)
 
 
+def issue_view(layout: Layout, world: SimWorld, number: int) -> dict[str, Any]:
+    """The daemon's API view of an issue (its phase and agent runs); {} before it has one."""
+    wait_for(lambda: bool(events(layout, "web_started")), "the API", layout)
+    api = events(layout, "web_started")[0]["url"]
+    answer = httpx.get(
+        f"{api}/api/v1/issues/{world.repo}/{number}",
+        headers={"Authorization": f"Bearer {API_TOKEN}"},
+        timeout=10,
+    )
+    return dict(answer.json()) if answer.status_code == 200 else {}
+
+
 def scanner_pids() -> list[int]:
     """The agent's ``/proc`` scanners still running anywhere on this machine."""
     found = []
@@ -394,18 +391,11 @@ def test_a_hostile_agent_gets_no_secret_changes_nothing_and_cannot_stall_the_dae
     with hostile_layout(tmp_path) as layout:
         prepare(layout, world, listener, sandbox)
         with hostile_daemon(layout, world) as daemon:
-            wait_for(lambda: bool(events(layout, "web_started")), "the API", layout)
-            api = events(layout, "web_started")[0]["url"]
             before = snapshot(layout.outside_the_workspace())
             number = flow.open_issue("Add the feature")
 
             def issue() -> dict[str, Any]:
-                answer = httpx.get(
-                    f"{api}/api/v1/issues/{world.repo}/{number}",
-                    headers={"Authorization": f"Bearer {API_TOKEN}"},
-                    timeout=10,
-                )
-                return dict(answer.json()) if answer.status_code == 200 else {}
+                return issue_view(layout, world, number)
 
             # Implementing: every git-layer attack, then real work the daemon pushes.
             # Reviewing: absurd result files, then a planted link and FIFO until it blocks.
