@@ -41,7 +41,7 @@ import httpx
 import pytest
 
 from orchestrator.agent import probe_bwrap
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator.sim.testing import SimWorld
 from tests.e2e.harness import OWNER_LABEL, Flow, write_policy
 
 AGENT = Path(__file__).with_name("agent.py")
@@ -122,12 +122,6 @@ def listener() -> Iterator[Listener]:
         yield served
     finally:
         served.close()
-
-
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[SimWorld]:
-    with running_world(tmp_path / "sim") as running:
-        yield running
 
 
 def daemon_user() -> tuple[list[str], int, int]:
