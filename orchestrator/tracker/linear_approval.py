@@ -16,9 +16,10 @@ The entry's actor becomes an :class:`~orchestrator.domain.snapshot.Actor`
 named ``linear:<display name>`` (:mod:`orchestrator.tracker.linear_people`)
 whose ``can_write`` says whether the user is trusted: an active member who is
 not a guest, not an app (integration) user and not the API key's own user, and,
-when ``tracker.approvers`` lists people, one of them. A change with no actor
-(an automation) is nobody's. So the daemon's own state moves, a guest's and a
-bot's never approve.
+when ``tracker.approvers`` lists people, one of them by id or email (never by a
+name the user chose: :mod:`orchestrator.domain.linear_accounts`). A change with
+no actor (an automation) is nobody's. So the daemon's own state moves, a
+guest's and a bot's never approve.
 
 History times are Linear's, head sightings GitHub's. Both services keep NTP
 time; GitHub's are whole seconds, so a Linear time is cut to its second before
@@ -62,8 +63,8 @@ class LinearApproval:
     states: Mapping[str, str] = field(default_factory=lambda: _frozen({}))
     # Linear labels that approve.
     labels: frozenset[str] = frozenset()
-    # Emails, display names or names (case-insensitive) of the only users who approve;
-    # empty: every trusted member.
+    # User ids or emails (case-insensitive) of the only users who approve; empty: every
+    # trusted member. An entry of another shape names nobody (the policy's rules refuse it).
     approvers: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:

@@ -3,7 +3,10 @@
 A Linear user becomes an :class:`~orchestrator.domain.snapshot.Actor` named
 ``linear:<display name>`` (never a GitHub login: ``:`` cannot be in one) whose
 ``can_write`` says whether the user is trusted: active, not a guest, not an app
-(integration) user, and not the API key's own user, the daemon. A change or a
+(integration) user, and not the API key's own user, the daemon. A policy that
+lists the only users it trusts names them by id or email, and a user is matched
+on those fields alone (:mod:`orchestrator.domain.linear_accounts`): the display
+name is for people to read, never for deciding who someone is. A change or a
 comment with no user (an automation) is :data:`NOBODY`'s, a bot that is never
 trusted. Whatever else people write on Linear is untrusted content.
 
@@ -19,14 +22,13 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from orchestrator.domain.linear_accounts import names_linear_user
 from orchestrator.domain.snapshot import Actor
 from orchestrator.tracker.linear_client import LinearError
 
 LINEAR_LOGIN_PREFIX = "linear:"
 # The name of a change nobody made (an automation or an integration, no actor).
 NOBODY = LINEAR_LOGIN_PREFIX + "(automation)"
-# The user fields every document that names people asks for.
-USER_FIELDS = "id name displayName email active guest app"
 
 
 def is_linear_login(login: str) -> bool:
@@ -76,24 +78,24 @@ class Answer:
         return [self.get(node, "name", str, f"{where}[{i}]") for i, node in enumerate(nodes)]
 
     def actor(self, node: object, viewer_id: str, where: str, allowed: Iterable[str] = ()) -> Actor:
-        """The user ``node`` as an Actor; with ``allowed`` (emails, display names or names,
-        lower case) only those users are trusted."""
+        """The user ``node`` as an Actor; with ``allowed`` (user ids or emails) only those
+        users are trusted, matched by id or email, never by a name the user chose."""
         if node is None:
             return Actor(NOBODY, is_bot=True, can_write=False)
         user_id = self.get(node, "id", str, where)
         display = self.get(node, "displayName", str, where)
         flags = {name: self.get(node, name, bool, where) for name in ("active", "guest", "app")}
-        known = {
-            display.casefold(),
-            str(self.get(node, "email", str, where, optional=True) or "").casefold(),
-            str(self.get(node, "name", str, where, optional=True) or "").casefold(),
-        }
-        only = frozenset(allowed)
+        only = tuple(allowed)
         trusted = (
             flags["active"]
             and not flags["guest"]
             and not flags["app"]
             and user_id != viewer_id
-            and (not only or bool(only & known))
+            and (
+                not only
+                or names_linear_user(
+                    only, user_id, self.get(node, "email", str, where, optional=True)
+                )
+            )
         )
         return Actor(LINEAR_LOGIN_PREFIX + display, is_bot=flags["app"], can_write=trusted)

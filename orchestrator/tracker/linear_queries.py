@@ -125,7 +125,7 @@ query IssueHistory($id: String!, $after: String) {
       nodes {
         id
         createdAt
-        actor { id name displayName email active guest app }
+        actor { id displayName email active guest app }
         toState { id name }
         addedLabels { id name }
       }
@@ -147,7 +147,7 @@ query IssueReplies($id: String!, $after: String) {
         id
         body
         createdAt
-        user { id name displayName email active guest app }
+        user { id displayName email active guest app }
       }
       pageInfo { hasNextPage endCursor }
     }

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from orchestrator.domain.linear_accounts import is_email, is_linear_user_id
 from orchestrator.domain.phases import AGENT_PHASES, PHASE_CLASS, Phase, PhaseClass, RolloutMode
 from orchestrator.state_home import expand_path
 from orchestrator.workflow.app_key import AppKeyError, read_private_key
@@ -190,6 +191,15 @@ def _tracker(ctx: RuleContext) -> Iterator[Problem]:
     for index, approver in enumerate(tracker.approvers):
         if not approver.strip():
             yield ctx.error(f"tracker.approvers[{index}]", "must not be empty")
+        elif tracker.kind is TrackerKind.LINEAR and not (
+            is_email(approver) or is_linear_user_id(approver)
+        ):
+            yield ctx.error(
+                f"tracker.approvers[{index}]",
+                f"{approver!r} is neither an email nor a Linear user id: full names and display "
+                "names are chosen by each user, so another member can take this one; name the "
+                "user by email or by id (the UUID Linear's API shows as User.id)",
+            )
     if not tracker.active_states:
         yield ctx.error("tracker.active_states", "must list at least one state")
     if not tracker.terminal_states:

@@ -213,9 +213,10 @@ class TrackerSettings:
     approvers: tuple[str, ...] = field(
         default=(),
         metadata=meta(
-            doc="Kind `linear`: the only Linear users (emails or display names) whose move to an "
-            "approval state or approval label approves a merge. Empty: any active member who is "
-            "not a guest, not an app user and not the API key's own user."
+            doc="Kind `linear`: the only Linear users (emails or user ids, without regard to "
+            "case; never names, which each user chooses) whose move to an approval state or "
+            "approval label approves a merge. Empty: any active member who is not a guest, not "
+            "an app user and not the API key's own user."
         ),
     )
     active_states: tuple[str, ...] = field(

@@ -285,6 +285,75 @@ def test_users_are_members_guests_admins_or_apps_and_may_be_suspended(
         world.control.update_user("alice", app=True)
 
 
+USER_UPDATE = """
+mutation Rename($id: String!, $input: UserUpdateInput!) {
+  userUpdate(id: $id, input: $input) { success user { id name displayName email } }
+}
+"""
+
+
+def test_each_user_renames_itself_and_only_an_admin_renames_another(world: LinearWorld) -> None:
+    alice = f"Bearer {ALICE_TOKEN}"
+    bot_id = world.data("{ viewer { id } }")["viewer"]["id"]
+    # Alice takes the bot's email as her full name, and as her display name: both are hers.
+    renamed = world.gql(
+        USER_UPDATE,
+        {"id": "me", "input": {"name": "bot@example.com", "displayName": "bot@example.com"}},
+        authorization=alice,
+    )
+    assert renamed.status == 200, renamed.body
+    user = renamed.body["data"]["userUpdate"]["user"]
+    assert (user["name"], user["displayName"], user["email"]) == (
+        "bot@example.com",
+        "bot@example.com",
+        "alice@example.com",
+    )
+    # A full name need not be unique; a display name held by another user is refused.
+    again = world.gql(
+        USER_UPDATE, {"id": user["id"], "input": {"name": "bot"}}, authorization=alice
+    )
+    assert again.body["data"]["userUpdate"]["user"]["name"] == "bot"
+    taken = world.gql(
+        USER_UPDATE, {"id": "me", "input": {"displayName": "BOT"}}, authorization=alice
+    )
+    assert _codes(taken.body) == ["INVALID_INPUT"]
+    # Another user's profile: not hers to change.
+    other = world.gql(USER_UPDATE, {"id": bot_id, "input": {"name": "x"}}, authorization=alice)
+    assert other.status == 400
+    assert _codes(other.body) == ["FORBIDDEN"]
+    # A name given up is free for anyone: the bot renames itself, alice takes "bot".
+    world.data(USER_UPDATE, {"id": "me", "input": {"displayName": "daemon"}})
+    took = world.gql(
+        USER_UPDATE, {"id": "me", "input": {"displayName": "bot"}}, authorization=alice
+    )
+    assert took.body["data"]["userUpdate"]["user"]["displayName"] == "bot"
+    # The control API looks a user up by id, then email, then display name.
+    assert world.control.update_user("bot@example.com")["id"] == bot_id
+    assert world.control.update_user("bot")["email"] == "alice@example.com"
+    world.control.create_user("ada", "lin_api_ada", admin=True)
+    by_admin = world.gql(
+        USER_UPDATE, {"id": bot_id, "input": {"name": "Bot"}}, authorization="lin_api_ada"
+    )
+    assert by_admin.body["data"]["userUpdate"]["user"]["name"] == "Bot"
+
+
+def test_a_rename_through_the_control_api_is_all_or_nothing(world: LinearWorld) -> None:
+    world.control.create_user("carol", email="carol@example.com")
+    with pytest.raises(ControlRequestError, match="another user's"):
+        world.control.update_user("alice", full_name="Carol", name="carol")
+    with pytest.raises(ControlRequestError, match="cannot be changed"):
+        world.control.update_user("alice", full_name="Carol", app=True)
+    assert world.control.update_user("alice")["full_name"] == "alice"
+    shown = world.control.update_user("alice", full_name="Alice A.", name="al")
+    assert (shown["name"], shown["full_name"], shown["email"]) == (
+        "al",
+        "Alice A.",
+        "alice@example.com",
+    )
+    with pytest.raises(ControlRequestError, match="already exists"):
+        world.control.create_user("carol2", email="Carol@Example.com")
+
+
 def test_comment_create_then_update_marks_it_edited(world: LinearWorld) -> None:
     issue_id = world.control.issue("ENG-1")["id"]
     created = world.data(DOCUMENTS["CreateComment"], {"issueId": issue_id, "body": "Workpad v1"})

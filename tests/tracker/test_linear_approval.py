@@ -158,7 +158,12 @@ def test_a_suspended_members_move_no_longer_counts(world: LinearWorld) -> None:
     assert not bridge.approval(ISSUE_1, APPROVAL, fresh=True).events[0].actor.can_write
 
 
-def test_the_approvers_list_narrows_who_is_trusted_by_email_or_name(world: LinearWorld) -> None:
+def _user_id(world: LinearWorld, display_name: str) -> str:
+    users = world.control.summary()["users"]
+    return str(next(u["id"] for u in users if u["name"] == display_name))
+
+
+def test_the_approvers_list_narrows_who_is_trusted_by_email_or_id(world: LinearWorld) -> None:
     _moved(world, "alice")
     only_carol = linear_approval(FLOW, ["Carol@Example.com"])
     bridge = _bridge(world)
@@ -167,9 +172,34 @@ def test_the_approvers_list_narrows_who_is_trusted_by_email_or_name(world: Linea
     _moved(world, "carol")
     bridge.fetch_candidates()
     assert bridge.approval(ISSUE_1, only_carol).events[0].actor.can_write
+    by_id = linear_approval(FLOW, [_user_id(world, "carol").upper()])
+    assert bridge.approval(ISSUE_1, by_id).events[0].actor.login == "linear:carol"
+    assert bridge.approval(ISSUE_1, by_id).events[0].actor.can_write
+    # A display name or a full name names nobody, the user's own included.
     by_name = linear_approval(FLOW, ["carol"])
-    assert bridge.approval(ISSUE_1, by_name).events[0].actor.login == "linear:carol"
-    assert bridge.approval(ISSUE_1, by_name).events[0].actor.can_write
+    assert not bridge.approval(ISSUE_1, by_name).events[0].actor.can_write
+
+
+@pytest.mark.parametrize(
+    ("renamed", "approvers"),
+    [
+        ({"full_name": "carol"}, ["carol"]),
+        ({"full_name": "carol@example.com"}, ["carol@example.com"]),
+        ({"name": "carol@example.com"}, ["carol@example.com"]),
+        ({"full_name": "CAROL_ID", "name": "carol-2"}, ["CAROL_ID"]),
+    ],
+    ids=["full_name_as_name", "full_name_as_email", "display_name_as_email", "names_as_id"],
+)
+def test_a_member_who_takes_an_approvers_name_or_email_as_her_names_approves_nothing(
+    world: LinearWorld, renamed: dict[str, str], approvers: list[str]
+) -> None:
+    carol, alice = _user_id(world, "carol"), _user_id(world, "alice")
+    wanted = {key: value.replace("CAROL_ID", carol) for key, value in renamed.items()}
+    world.control.update_user(alice, **wanted)
+    _moved(world, alice)
+    approval = linear_approval(FLOW, [a.replace("CAROL_ID", carol) for a in approvers])
+    (event,) = _bridge(world).approval(ISSUE_1, approval).events
+    assert not event.actor.can_write
 
 
 def test_only_the_latest_move_into_the_state_counts(world: LinearWorld) -> None:

@@ -292,7 +292,7 @@ def test_a_linear_approval_state_without_a_label_gets_one_and_approvers_are_line
     text = (
         "---\ntracker:\n  kind: linear\n  team_key: ENG\n"
         "  active_states: [Todo, Ready to merge]\n"
-        "  approvers: [alice@example.com, bob]\n"
+        "  approvers: [alice@example.com, 5d2c8a8e-6f0b-4c1e-9a57-3e2f1b0c9d84]\n"
         "merge:\n  approval_states: [Ready to merge]\n---\n"
     )
     result = check(text, env={**ENV})
@@ -301,7 +301,7 @@ def test_a_linear_approval_state_without_a_label_gets_one_and_approvers_are_line
     flow = flow_policy(result.workflow.policy)
     assert flow.approval_labels == {"state:ready-to-merge"}
     approval = linear_approval(flow, result.workflow.policy.tracker.approvers)
-    assert approval.approvers == {"alice@example.com", "bob"}
+    assert approval.approvers == {"alice@example.com", "5d2c8a8e-6f0b-4c1e-9a57-3e2f1b0c9d84"}
     github = check("---\ntracker:\n  repo: acme/widgets\n  approvers: [alice]\n---\n", env={**ENV})
     assert [str(p) for p in github.errors] == [
         "WORKFLOW.md:4:3: tracker.approvers: only for tracker kind linear: on GitHub, write "

@@ -78,9 +78,10 @@ class LinearControl:
         )
         return result
 
-    def update_user(self, name: str, **changes: bool) -> dict[str, Any]:
-        """Change a user's ``active``, ``guest`` or ``admin`` flag."""
-        result: dict[str, Any] = self.request("PATCH", f"/users/{quote(name)}", dict(changes))
+    def update_user(self, user: str, /, **changes: bool | str) -> dict[str, Any]:
+        """Change a user's ``active``, ``guest`` or ``admin`` flag, or rename the user as
+        it may itself (``name``: the display name, ``full_name``)."""
+        result: dict[str, Any] = self.request("PATCH", f"/users/{quote(user)}", dict(changes))
         return result
 
     def create_team(

@@ -1,14 +1,14 @@
 """The Linear control API under ``/_control/linear``: the humans and the budget around the tracker.
 
 Tests, the demo and ``orchestrator sim linear`` use it to create users (with
-API keys; members, guests, admins or app users) and change their role, teams
-with workflow states, projects, labels and issues, to move an issue or label it
-as someone (``as``: the user whose change the issue's history records; without
-it, an automation's), comment as someone, relate issues, set rate limits and
-read the counters. ``POST /_control/linear/seed`` creates thousands of issues in
-one call, as the GitHub side's bulk seed does. Like the GitHub control API it
-is never billed, needs no key, and answers errors as
-``{"error": {"code", "message"}}``.
+API keys; members, guests, admins or app users), change their role or rename
+them (as each user may), teams with workflow states, projects, labels and
+issues, to move an issue or label it as someone (``as``: the user whose change
+the issue's history records; without it, an automation's), comment as someone,
+relate issues, set rate limits and read the counters. ``POST
+/_control/linear/seed`` creates thousands of issues in one call, as the GitHub
+side's bulk seed does. Like the GitHub control API it is never billed, needs no
+key, and answers errors as ``{"error": {"code", "message"}}``.
 """
 
 from __future__ import annotations
@@ -155,15 +155,24 @@ def create_user(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]
     return user_json(user)
 
 
+# The names a user edits in Linear (``userUpdate``), as the control API calls them.
+PROFILE_FIELDS = ("name", "full_name")
+
+
 def update_user(world: LinearWorld, params: dict[str, Any], data: dict[str, Any]) -> Any:
     """Suspend or restore a user, or make it a guest or an admin (``active``, ``guest``,
-    ``admin``)."""
+    ``admin``); rename it as the user may (``name``: the display name, ``full_name``)."""
     changes = {}
     for name in data:
+        if name in PROFILE_FIELDS:
+            continue
         value = field_value(data, name, bool)
         if value is not None:
             changes[name] = value
-    return user_json(world.state.update_user(params["ref"], changes))
+    user = world.state.update_user(
+        params["ref"], changes, name=_text(data, "full_name"), display_name=_text(data, "name")
+    )
+    return user_json(user)
 
 
 def _actor(world: LinearWorld, data: dict[str, Any]) -> LinearUser | None:

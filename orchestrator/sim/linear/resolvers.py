@@ -35,18 +35,28 @@ class Context:
     now: datetime
 
 
-def input_error(message: str) -> GraphQLError:
-    """Linear's shape for bad arguments (``extensions.code`` INVALID_INPUT)."""
+def _refusal(message: str, code: str, kind: str, status: int) -> GraphQLError:
+    """An error in Linear's shape (``extensions``: code, type, statusCode ...)."""
     return GraphQLError(
         message,
         extensions={
-            "code": "INVALID_INPUT",
-            "type": "invalid input",
-            "statusCode": 400,
+            "code": code,
+            "type": kind,
+            "statusCode": status,
             "userError": True,
             "userPresentableMessage": message,
         },
     )
+
+
+def input_error(message: str) -> GraphQLError:
+    """Linear's shape for bad arguments (``extensions.code`` INVALID_INPUT)."""
+    return _refusal(message, "INVALID_INPUT", "invalid input", 400)
+
+
+def forbidden(message: str) -> GraphQLError:
+    """Linear's shape for a request its user may not make (``extensions.code`` FORBIDDEN)."""
+    return _refusal(message, "FORBIDDEN", "forbidden", 403)
 
 
 def _ctx(info: GraphQLResolveInfo[Any]) -> Context:
@@ -251,6 +261,23 @@ def _attachment_link_url(
     return _payload(info, "attachment", attachment)
 
 
+def _user_update(_root: Any, info: GraphQLResolveInfo[Any], id: str, input: dict[str, Any]) -> Any:
+    """A user's own full name and display name, which Linear lets each user edit (an admin
+    may edit anyone's): the emulator lets a test play a member who renames herself."""
+    ctx = _ctx(info)
+    target = ctx.viewer if id == "me" else ctx.state.users.get(id)
+    if target is None:
+        raise input_error("Entity not found: User")
+    if target.id != ctx.viewer.id and not ctx.viewer.admin:
+        raise forbidden("Only admins can update other users' profiles")
+    user = _guard(
+        lambda: ctx.state.update_user(
+            target.id, name=input.get("name"), display_name=input.get("displayName")
+        )
+    )
+    return _payload(info, "user", user)
+
+
 # ------------------------------------------------------------ object fields
 
 
@@ -333,6 +360,7 @@ RESOLVERS: dict[tuple[str, str], Resolver] = {
     ("Mutation", "commentUpdate"): _comment_update,
     ("Mutation", "attachmentCreate"): _attachment_create,
     ("Mutation", "attachmentLinkURL"): _attachment_link_url,
+    ("Mutation", "userUpdate"): _user_update,
     ("User", "isMe"): lambda s, info: s.id == _ctx(info).viewer.id,
     ("User", "url"): lambda s, info: f"{_ctx(info).state.url_base}/profiles/{s.display_name}",
     ("Issue", "state"): _related("state_id", "states"),

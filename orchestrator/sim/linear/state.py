@@ -62,11 +62,12 @@ class LinearState(LinearStore):
         app: bool = False,
         active: bool = True,
     ) -> LinearUser:
-        if not display_name.strip():
-            raise LinearInputError("a user needs a display name")
+        address = email or f"{display_name.lower()}@example.com"
         with self.lock:
-            if any(u.display_name.lower() == display_name.lower() for u in self.users.values()):
-                raise LinearInputError(f"user {display_name!r} already exists")
+            self._check_display_name(display_name)
+            # One account per address: the email is what names a person for good.
+            if any(u.email.lower() == address.lower() for u in self.users.values()):
+                raise LinearInputError(f"a user with the email {address!r} already exists")
             for secret in (api_key, oauth_token):
                 if secret and self._secret_taken(secret):
                     raise LinearInputError("that key is already another user's")
@@ -75,7 +76,7 @@ class LinearState(LinearStore):
                 id=self.new_id(),
                 name=name or display_name,
                 display_name=display_name,
-                email=email or f"{display_name.lower()}@example.com",
+                email=address,
                 created_at=now,
                 updated_at=now,
                 api_key=api_key,
@@ -90,18 +91,43 @@ class LinearState(LinearStore):
             self._changed()
             return user
 
-    def update_user(self, ref: str, changes: dict[str, bool]) -> LinearUser:
-        """Suspend or restore a user, or change its role (``active``, ``guest``, ``admin``)."""
-        unknown = set(changes) - {"active", "guest", "admin"}
+    def update_user(
+        self,
+        ref: str,
+        changes: dict[str, bool] | None = None,
+        *,
+        name: str | None = None,
+        display_name: str | None = None,
+    ) -> LinearUser:
+        """Suspend or restore a user, or change its role (``active``, ``guest``, ``admin``);
+        or change its full ``name`` or ``display_name``, as Linear lets each user do
+        (``userUpdate``). The full name need not be unique; the display name must be, among
+        the names held now, so one given up is free for anyone. All or nothing."""
+        flags = changes or {}
+        unknown = set(flags) - {"active", "guest", "admin"}
         if unknown:
             raise LinearInputError(f"a user's {', '.join(sorted(unknown))} cannot be changed")
+        if name is not None and not name.strip():
+            raise LinearInputError("a user's name must not be empty")
         with self.lock:
             user = self.user(ref)
-            for name, value in changes.items():
-                setattr(user, name, bool(value))
+            if display_name is not None:
+                self._check_display_name(display_name, but=user)
+                user.display_name = display_name
+            if name is not None:
+                user.name = name
+            for flag, value in flags.items():
+                setattr(user, flag, bool(value))
             user.updated_at = self.now()
             self._changed()
             return user
+
+    def _check_display_name(self, display_name: str, but: LinearUser | None = None) -> None:
+        if not display_name.strip():
+            raise LinearInputError("a user needs a display name")
+        wanted = display_name.lower()
+        if any(u is not but and u.display_name.lower() == wanted for u in self.users.values()):
+            raise LinearInputError(f"the display name {display_name!r} is another user's")
 
     def _secret_taken(self, secret: str) -> bool:
         return any(secret in (u.api_key, u.oauth_token) for u in self.users.values())

@@ -105,15 +105,14 @@ class LinearStore:
             return next((u for u in self.users.values() if u.api_key == key), None)
 
     def user(self, ref: str) -> LinearUser:
-        """A user by id, display name or email."""
+        """A user by id, email or display name, in that order: a display name is each
+        user's to choose and may read like another user's email."""
+        wanted = ref.lower()
         with self.lock:
-            found = self.users.get(ref) or next(
-                (
-                    u
-                    for u in self.users.values()
-                    if ref.lower() in (u.display_name.lower(), u.email.lower())
-                ),
-                None,
+            found = (
+                self.users.get(ref)
+                or next((u for u in self.users.values() if u.email.lower() == wanted), None)
+                or next((u for u in self.users.values() if u.display_name.lower() == wanted), None)
             )
         if found is None:
             raise LinearInputError(f"no user {ref!r}")
