@@ -60,6 +60,12 @@ from orchestrator.runtime.assembly import (
 from orchestrator.runtime.claimer import RepoWork, TurnClaimer
 from orchestrator.runtime.cluster import DEFAULT_LEASE_S, ClusterRole
 from orchestrator.runtime.containment import log_sandbox, sandbox_status
+from orchestrator.runtime.descriptors import (
+    DescriptorLimit,
+    current_limit,
+    raise_limit,
+    web_connection_cap,
+)
 from orchestrator.runtime.feed_keeper import FeedKeeper
 from orchestrator.runtime.hardening import forbid_inspection
 from orchestrator.runtime.jobs import Jobs, start_scheduler
@@ -166,6 +172,7 @@ class Daemon:
         self._env = env
         self._harden = harden
         self._hardened = False
+        self.descriptors: DescriptorLimit = current_limit()
         self.clock = clock
         self.notifier = SystemdNotifier()
         self.db_health = DatabaseHealth()
@@ -250,6 +257,15 @@ class Daemon:
         # Every line of this process names its replica, the web server's and scheduler's too.
         bind_process(replica=self.replica_id)
         self._hardened = forbid_inspection() if self._harden else False
+        # The daemon's own process takes every descriptor it may have (see descriptors.py).
+        self.descriptors = raise_limit() if self._harden else current_limit()
+        log.info(
+            "descriptor_limit",
+            soft=self.descriptors.soft,
+            hard=self.descriptors.hard,
+            started_with=self.descriptors.started_with,
+            web_budget=self.descriptors.web_budget,
+        )
         try:
             self.source = PolicySource(self.policy_path, env=self._env)
         except PolicyError as error:
@@ -846,6 +862,15 @@ class Daemon:
             return
         server = self.view.policy.server
         port = self._port if self._port is not None else server.port
+        cap = web_connection_cap(server.max_connections, self.descriptors)
+        if cap < server.max_connections:
+            log.warning(
+                "web_connections_clamped",
+                max_connections=server.max_connections,
+                serving=cap,
+                descriptor_limit=self.descriptors.soft,
+                reason="the web server may hold a quarter of the descriptors at most",
+            )
         try:
             self._web = start_web(
                 server.host,
@@ -857,10 +882,11 @@ class Daemon:
                 metrics_token=server.metrics_token,
                 allowed_hosts=server.allowed_hosts,
                 html_base=web_base(self.view),
+                max_connections=cap,
+                header_timeout_s=server.header_timeout_ms / 1000,
             )
         except OSError as error:
             raise DaemonError(f"server.port: cannot serve the dashboard: {error}") from None
-        log.info("web_started", url=self._web.url)
 
     # =============================================================== running
 

@@ -59,6 +59,31 @@ def _report_sandbox(workflow: Workflow, *, quiet: bool) -> bool:
     return True
 
 
+def _report_descriptors(workflow: Workflow, *, quiet: bool) -> None:
+    """The descriptors the daemon would have here, and the web server's share of them."""
+    from orchestrator.runtime.descriptors import expected_limit, web_connection_cap
+
+    limit = expected_limit()
+    wanted = workflow.policy.server.max_connections
+    cap = web_connection_cap(wanted, limit)
+    if cap < wanted:
+        click.echo(
+            f"  server.max_connections {wanted} is more than a quarter of the {limit.soft} "
+            f"descriptors the daemon can have here: it holds {cap} connections at most "
+            "(raise the hard limit, LimitNOFILE= under systemd, or lower the key)"
+        )
+    elif not quiet:
+        raised = (
+            f", raised by the daemon to its hard limit {limit.soft}"
+            if limit.soft > limit.started_with
+            else ""
+        )
+        click.echo(
+            f"  open files on this machine: {limit.started_with}{raised}; the web server holds "
+            f"up to {cap} connections (server.max_connections, at most a quarter)"
+        )
+
+
 def _report_policy(workflow: Workflow) -> None:
     order = " > ".join(kind.value for kind in PRECEDENCE)
     click.echo(f"\n  effective policy (precedence: {order}):")
@@ -134,6 +159,7 @@ def validate(paths: tuple[str, ...], sets: tuple[str, ...], prompts: bool, quiet
             )
         if not _report_sandbox(check.workflow, quiet=quiet):
             failed = True
+        _report_descriptors(check.workflow, quiet=quiet)
         if quiet:
             continue
         _report_policy(check.workflow)

@@ -67,6 +67,10 @@ __all__ = [
 STATE_DIR = "~/.local/state/orchestrator"
 # How long running turns may finish when the daemon stops (agent.shutdown_grace_ms).
 DEFAULT_SHUTDOWN_GRACE_MS = 30_000
+# The web server's connection cap and request-head deadline (server.max_connections,
+# server.header_timeout_ms): a quarter of the usual 1,024 descriptors, and ten seconds.
+DEFAULT_MAX_CONNECTIONS = 256
+DEFAULT_HEADER_TIMEOUT_MS = 10_000
 
 
 def _frozen(items: Mapping[Any, Any]) -> Mapping[Any, Any]:
@@ -694,6 +698,25 @@ class ServerSettings:
         metadata=meta(
             doc="Host names the server answers besides its listen address "
             "(the names a browser or proxy uses to reach it).",
+        ),
+    )
+    max_connections: int = field(
+        default=DEFAULT_MAX_CONNECTIONS,
+        metadata=meta(
+            doc="Connections the server holds at once. A new one beyond it closes the oldest "
+            "connection that is not in a request (or, when every one is, itself); at most a "
+            "quarter of the daemon's descriptor limit, the rest is kept for its own work.",
+            minimum=4,
+            maximum=1_000_000,
+        ),
+    )
+    header_timeout_ms: int = field(
+        default=DEFAULT_HEADER_TIMEOUT_MS,
+        metadata=meta(
+            doc="A connection that has not sent a whole request head for this long (since it "
+            "opened, or since its last answer) is closed.",
+            minimum=100,
+            maximum=600_000,
         ),
     )
 

@@ -10,6 +10,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from orchestrator.workflow import check_workflow
+from orchestrator.workflow.schema import DEFAULT_MAX_CONNECTIONS
 from tests.deploy.unit_file import longest_graceful_stop_s, timespan_s
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -168,6 +169,15 @@ def test_replicas_permit_the_agents_sandbox(replicas: dict[str, dict[str, Any]])
 def test_replicas_stop_after_the_agents_grace(replicas: dict[str, dict[str, Any]]) -> None:
     for name, replica in replicas.items():
         assert timespan_s(replica["stop_grace_period"]) > longest_graceful_stop_s(), name
+
+
+def test_replicas_have_open_files_beyond_the_usual_default(
+    replicas: dict[str, dict[str, Any]],
+) -> None:
+    # A runtime's default may be 1,024; the web server may take a quarter of the limit.
+    for name, replica in replicas.items():
+        nofile = replica["ulimits"]["nofile"]
+        assert nofile["soft"] == nofile["hard"] >= 4 * 4 * DEFAULT_MAX_CONNECTIONS, name
 
 
 def test_replica_ports_are_local_and_distinct(replicas: dict[str, dict[str, Any]]) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
+from orchestrator.workflow.schema import DEFAULT_MAX_CONNECTIONS
 from tests.deploy.unit_file import (
     UnitFile,
     allowed_namespaces,
@@ -152,6 +153,13 @@ def _runs(unit: UnitFile, key: str, arguments: str) -> bool:
     )
 
 
+def _open_files(unit: UnitFile) -> int:
+    """The hard ``LimitNOFILE=`` (``N`` or ``SOFT:HARD``), which the daemon raises its soft to."""
+    value = unit.value("Service", "LimitNOFILE") or "1024"
+    hard = value.split(":")[-1]
+    return 1 << 30 if hard == "infinity" else int(hard)
+
+
 RULES: dict[str, Callable[[UnitFile], bool]] = {
     "type_notify": lambda u: u.value("Service", "Type") == "notify",
     "watchdog_on": lambda u: timespan_s(u.value("Service", "WatchdogSec") or "0") > 0,
@@ -181,6 +189,11 @@ RULES: dict[str, Callable[[UnitFile], bool]] = {
     "json_logs": lambda u: u.environment().get("ORCHESTRATOR_LOG_FORMAT") == "json",
     "replica_id_set": lambda u: bool(u.environment().get("ORCHESTRATOR_REPLICA_ID")),
     "agent_oom_is_not_a_service_failure": lambda u: u.value("Service", "OOMPolicy") == "continue",
+    # systemd's default 1,024 leaves a flood of dashboard connections room to starve the
+    # daemon's own work; the web server may take a quarter (server.max_connections).
+    "open_files_beyond_systemds_default": lambda u: (
+        _open_files(u) >= 4 * 4 * DEFAULT_MAX_CONNECTIONS
+    ),
     "node_jit_allowed": lambda u: u.value("Service", "MemoryDenyWriteExecute") in (None, "no"),
     # The agents' sandbox (bubblewrap) builds these; tests/deploy/test_sandbox_under_unit.py
     # checks the rest of what it needs.

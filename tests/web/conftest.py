@@ -15,6 +15,7 @@ from orchestrator.runtime.status import BudgetStatus, RunningTurn, RuntimeStatus
 from orchestrator.runtime.sweep import SweepStatus
 from orchestrator.store.database import Database
 from orchestrator.web.server import WebHandle, start_web
+from orchestrator.workflow.schema import DEFAULT_HEADER_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 
@@ -198,6 +199,8 @@ def site_factory(tmp_path: Path) -> Iterator[object]:
         metrics_token: str | None = None,
         host: str = "127.0.0.1",
         allowed_hosts: tuple[str, ...] = (),
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_MS / 1000,
     ) -> Site:
         db = Database.open(f"sqlite:///{tmp_path}/db/orchestrator.db")
         populate(db)
@@ -213,6 +216,8 @@ def site_factory(tmp_path: Path) -> Iterator[object]:
             metrics_token=metrics_token,
             allowed_hosts=allowed_hosts,
             html_base="http://github.test",
+            max_connections=max_connections,
+            header_timeout_s=header_timeout_s,
         )
         started.append((handle, db))
         return Site(handle, db, control, live, tmp_path)

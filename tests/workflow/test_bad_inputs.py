@@ -292,6 +292,16 @@ BAD: list[Bad] = [
         "WORKFLOW.md:5:3: server.port: must be between 0 and 65535, got 70000",
     ),
     Bad(
+        "a connection cap too small to serve a probe beside a browser",
+        policy("server:\n  max_connections: 2\n"),
+        "WORKFLOW.md:5:3: server.max_connections: must be between 4 and 1000000, got 2",
+    ),
+    Bad(
+        "a request-head deadline of no time",
+        policy("server:\n  header_timeout_ms: 0\n"),
+        "WORKFLOW.md:5:3: server.header_timeout_ms: must be between 100 and 600000, got 0",
+    ),
+    Bad(
         "negative phase limit",
         policy("agent:\n  max_concurrent_agents_by_phase:\n    rework: -1\n"),
         "WORKFLOW.md:6:5: agent.max_concurrent_agents_by_phase.rework: must be between 0 and "
