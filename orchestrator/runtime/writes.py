@@ -18,7 +18,13 @@ from orchestrator.agent import RepoSource
 from orchestrator.agent.errors import AgentLayerError
 from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, run_git
 from orchestrator.domain.actions import PayloadValue, SideEffect, SideEffectKind
-from orchestrator.domain.pr_body import closes_tracked, merge_human_edits
+from orchestrator.domain.policy import MergeMethod
+from orchestrator.domain.pr_body import (
+    ClosingScope,
+    closes_tracked,
+    merge_commit_text,
+    merge_human_edits,
+)
 from orchestrator.domain.record_updates import EffectResult
 from orchestrator.domain.results import GITHUB_BODY_LIMIT
 from orchestrator.domain.review import REVIEW_COMMENT_MARKER
@@ -173,6 +179,10 @@ class GitHubWrites:
         pushed = wiring.workspaces.publish(workspace, self._source())
         return _ok(branch=branch, head_sha=pushed)
 
+    def _closing_scope(self, target: WriteTarget, view: PolicyView) -> ClosingScope:
+        """The issue the pull request may close by keyword: the one it is for."""
+        return ClosingScope(target.repo, target.number, view.flow.pr.web_base)
+
     # --------------------------------------------------------- pull requests
 
     def _create_pr(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
@@ -244,7 +254,7 @@ class GitHubWrites:
                 text = merged.text
                 closing = f"Closes #{target.number}"
                 if view.policy.pr.closes_issue and not closes_tracked(
-                    text, target.repo, target.number
+                    text, target.repo, target.number, web_base=view.flow.pr.web_base
                 ):
                     text = f"{text}\n\n{closing}"
                 written[0] = text[:GITHUB_BODY_LIMIT]
@@ -306,11 +316,23 @@ class GitHubWrites:
         lapsed = self._approval_lapsed(effect, target, view)
         if lapsed is not None:
             return _failed(f"not merged: {lapsed}")
+        number = _number(payload, "pr_number")
+        method = MergeMethod(_text(payload, "method"))
+        commit = None
+        if method is not MergeMethod.REBASE:
+            pr = self.github.gateway.get_pr(target.repo, number)
+            if not isinstance(pr, PRInfo):
+                return _problem(pr) or _failed("the pull request could not be read")
+            commit = merge_commit_text(
+                method,
+                pr_number=number,
+                pr_title=pr.title,
+                pr_body=pr.body,
+                head_label=f"{target.repo.split('/')[0]}/{pr.head_branch}",
+                scope=self._closing_scope(target, view),
+            )
         result = self.github.gateway.merge_if_head_matches(
-            target.repo,
-            _number(payload, "pr_number"),
-            head,
-            _text(payload, "method"),
+            target.repo, number, head, method.value, commit=commit
         )
         if isinstance(result, Merged):
             return _ok(merge_commit_sha=result.commit_sha, already=int(result.already))
