@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from orchestrator.agent.commit_messages import check_commit_messages
 from orchestrator.agent.errors import GitError, WorkspaceError
 from orchestrator.agent.git import (
     Credentials,
@@ -36,6 +37,7 @@ from orchestrator.agent.git import (
 )
 from orchestrator.agent.naming import workspace_key
 from orchestrator.agent.paths import checked_child
+from orchestrator.domain.pr_body import ClosingScope
 from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
@@ -270,13 +272,16 @@ class MirrorStore:
         base_branch: str,
         expected: str,
         cancel: threading.Event | None = None,
+        closing: ClosingScope | None = None,
     ) -> str:
         """Push the workspace's ``branch`` to the remote, if it is ``expected`` and safe.
 
         Checks, in a repository made for this push: the workspace's branch is the
         expected commit; it fast-forwards the remote branch (or, for a new branch,
         descends from the base branch); no changed path lies under a ``.git``
-        folder. Raises :class:`WorkspaceError` naming what failed.
+        folder; with ``closing``, no commit message closes another issue
+        (:func:`~orchestrator.agent.commit_messages.check_commit_messages`, which
+        raises :class:`PushRefused`). Raises :class:`WorkspaceError` naming what failed.
         """
         with self.locked(source) as mirror, self.scratch(mirror) as repo:
             self._git(
@@ -319,6 +324,8 @@ class MirrorStore:
                 raise WorkspaceError(
                     f"refusing to push {expected[:12]}: it changes {bad[0]!r} under a .git folder"
                 )
+            if closing is not None:
+                check_commit_messages(repo, start, expected, closing, timeout_s=self.timeout_s)
             self._remote(
                 ["push", "--quiet", source.clean_url, f"{expected}:refs/heads/{branch}"],
                 repo,

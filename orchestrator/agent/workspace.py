@@ -25,6 +25,7 @@ from orchestrator.agent.mirror import STAGING_DIR, MirrorStore, file_url
 from orchestrator.agent.naming import branch_name, is_valid_branch_name, workspace_key
 from orchestrator.agent.paths import checked_child
 from orchestrator.agent.settings import HookSettings, WorkspaceSettings
+from orchestrator.domain.pr_body import ClosingScope
 from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
@@ -349,14 +350,21 @@ class WorkspaceManager:
     # --------------------------------------------------------------- publish
 
     def publish(
-        self, workspace: Workspace, source: RepoSource, *, cancel: threading.Event | None = None
+        self,
+        workspace: Workspace,
+        source: RepoSource,
+        *,
+        cancel: threading.Event | None = None,
+        closing: ClosingScope | None = None,
     ) -> str:
         """Push the workspace's branch to the repository and return the pushed commit SHA.
 
         The push never runs in the workspace, whose config and hooks are the
         agent's: the branch is fetched into a repository the daemon makes for the
         push, checked there, and pushed with the credential handed over a pipe
-        (:meth:`MirrorStore.push_branch`).
+        (:meth:`MirrorStore.push_branch`). With ``closing``, a commit whose message
+        would close another issue than the tracked one refuses the push
+        (:class:`~orchestrator.agent.errors.PushRefused`).
         """
         path = checked_child(self.root, workspace.key)
         if workspace.branch == workspace.base_branch:
@@ -379,6 +387,7 @@ class WorkspaceManager:
             base_branch=workspace.base_branch,
             expected=head,
             cancel=cancel,
+            closing=closing,
         )
         # Let the workspace see what the remote now has, for the ahead count.
         self._agent_git(["update-ref", f"refs/remotes/origin/{workspace.branch}", head], path)

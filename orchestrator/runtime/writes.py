@@ -15,7 +15,7 @@ from typing import Any
 
 from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource
-from orchestrator.agent.errors import AgentLayerError
+from orchestrator.agent.errors import AgentLayerError, PushRefused
 from orchestrator.agent.git import UNTRUSTED_REPO_FLAGS, run_git
 from orchestrator.domain.actions import PayloadValue, SideEffect, SideEffectKind
 from orchestrator.domain.policy import MergeMethod
@@ -60,6 +60,13 @@ def _ok(**data: str | int | None) -> EffectResult:
 
 def _failed(error: str, **data: str | int | None) -> EffectResult:
     return EffectResult(ok=False, error=error, data=MappingProxyType(dict(data)))
+
+
+def _refused(identifier: str, head: str, error: PushRefused) -> EffectResult:
+    """A push the daemon refused for what the agent's commits say: the turn counts as failed
+    and the next one is told why (the commits stay in the workspace, to be put right)."""
+    log.warning("turn_push_refused", issue=identifier, head=head, reason=error.problem)
+    return _failed(str(error), push_refused=head)
 
 
 def _lost(identifier: str, head: str, why: str) -> EffectResult:
@@ -175,8 +182,13 @@ class GitHubWrites:
         )
         if current != head:
             return _lost(identifier, head, f"branch {branch} is at {current[:12]} in the workspace")
-        # A plain push (no force) is refused by the remote unless it fast-forwards.
-        pushed = wiring.workspaces.publish(workspace, self._source())
+        # A plain push (no force) is refused by the remote unless it fast-forwards. Commits
+        # that may land on the base branch as they are must close no other issue.
+        closing = self._closing_scope(target, view) if view.flow.merge.lands_commits else None
+        try:
+            pushed = wiring.workspaces.publish(workspace, self._source(), closing=closing)
+        except PushRefused as error:
+            return _refused(identifier, head, error)
         return _ok(branch=branch, head_sha=pushed)
 
     def _closing_scope(self, target: WriteTarget, view: PolicyView) -> ClosingScope:
