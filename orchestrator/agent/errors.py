@@ -30,6 +30,16 @@ class WorkspaceError(AgentLayerError):
     """A workspace could not be created, reused or removed."""
 
 
+class PushRefused(WorkspaceError):
+    """The daemon will not push the agent's branch as it is; the message says which commit and
+    why, for the agent's next turn to put right."""
+
+    def __init__(self, head: str, problem: str) -> None:
+        super().__init__(f"refusing to push {head[:12]}: {problem}")
+        self.head = head
+        self.problem = problem
+
+
 class UnsafeWorkspacePath(WorkspaceError):
     """A workspace path would resolve outside the workspace root, or is not a plain directory."""
 

@@ -29,7 +29,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from orchestrator.agent.errors import GitError, WorkspaceError
+from orchestrator.agent.commit_messages import check_commit_messages
+from orchestrator.agent.errors import GitError, PushRefused, WorkspaceError
 from orchestrator.agent.git import (
     Credentials,
     RepoSource,
@@ -40,6 +41,7 @@ from orchestrator.agent.git import (
 from orchestrator.agent.naming import workspace_key
 from orchestrator.agent.paths import checked_child
 from orchestrator.agent.workspace_git import WorkspaceBranch
+from orchestrator.domain.pr_body import ClosingScope
 from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
@@ -275,6 +277,7 @@ class MirrorStore:
         base_branch: str,
         expected: str,
         cancel: threading.Event | None = None,
+        closing: ClosingScope | None = None,
     ) -> str:
         """Push the workspace's branch (``outgoing``) to the remote, if it is ``expected`` and safe.
 
@@ -283,8 +286,11 @@ class MirrorStore:
         file, with every object checked, into a repository made for this push.
         Checks there: the branch is the expected commit; it fast-forwards the
         remote branch (or, for a new branch, descends from the base branch); no
-        changed path lies under a ``.git`` folder. Raises :class:`WorkspaceError`
-        naming what failed.
+        changed path lies under a ``.git`` folder; with ``closing``, no commit
+        message closes another issue
+        (:func:`~orchestrator.agent.commit_messages.check_commit_messages`, which
+        raises :class:`PushRefused`). Raises :class:`WorkspaceError` naming what
+        failed.
         """
         branch = outgoing.branch
         with self.locked(source) as mirror, self.scratch(mirror) as repo:
@@ -320,9 +326,9 @@ class MirrorStore:
             ).splitlines()
             bad = [p for p in changed if ".git" in (part.lower() for part in p.split("/"))]
             if bad:
-                raise WorkspaceError(
-                    f"refusing to push {expected[:12]}: it changes {bad[0]!r} under a .git folder"
-                )
+                raise PushRefused(expected, f"it changes {bad[0]!r} under a .git folder")
+            if closing is not None:
+                check_commit_messages(repo, start, expected, closing, timeout_s=self.timeout_s)
             self._remote(
                 ["push", "--quiet", source.clean_url, f"{expected}:refs/heads/{branch}"],
                 repo,

@@ -26,6 +26,7 @@ from orchestrator.agent.naming import branch_name, is_valid_branch_name, workspa
 from orchestrator.agent.paths import checked_child
 from orchestrator.agent.settings import HookSettings, WorkspaceSettings
 from orchestrator.agent.workspace_git import WorkspaceBranch, WorkspaceGit
+from orchestrator.domain.pr_body import ClosingScope
 from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
@@ -347,7 +348,12 @@ class WorkspaceManager:
     # --------------------------------------------------------------- publish
 
     def publish(
-        self, workspace: Workspace, source: RepoSource, *, cancel: threading.Event | None = None
+        self,
+        workspace: Workspace,
+        source: RepoSource,
+        *,
+        cancel: threading.Event | None = None,
+        closing: ClosingScope | None = None,
     ) -> str:
         """Push the workspace's branch to the repository and return the pushed commit SHA.
 
@@ -355,7 +361,9 @@ class WorkspaceManager:
         agent's: the branch leaves the workspace as a bundle made in the agent's
         sandbox, is fetched from that bundle into a repository the daemon makes
         for the push, checked there, and pushed with the credential handed over
-        a socket (:meth:`MirrorStore.push_branch`).
+        a socket (:meth:`MirrorStore.push_branch`). With ``closing``, a commit
+        whose message would close another issue than the tracked one refuses the
+        push (:class:`~orchestrator.agent.errors.PushRefused`).
         """
         path = checked_child(self.root, workspace.key)
         if workspace.branch == workspace.base_branch:
@@ -377,6 +385,7 @@ class WorkspaceManager:
             base_branch=workspace.base_branch,
             expected=head,
             cancel=cancel,
+            closing=closing,
         )
         # Let the workspace see what the remote now has, for the ahead count.
         self.git.run(path, "update-ref", f"refs/remotes/origin/{workspace.branch}", head)

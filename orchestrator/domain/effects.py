@@ -74,12 +74,15 @@ def pr_body(ctx: IssueContext, outcome: AgentOutcome | None) -> Body:
         text = outcome.pr_description.body
     else:
         text = f"Work on #{ctx.ref.number}: {ctx.item.issue.title}"
-    honest = drop_foreign_closing(text, ctx.ref.repo, ctx.ref.number)
+    web_base = ctx.policy.pr.web_base
+    honest = drop_foreign_closing(text, ctx.ref.repo, ctx.ref.number, web_base=web_base)
     text, notes = honest.text, list(honest.notes)
     if outcome is not None and outcome.pr_template:
         restored = restore_template_headings(text, outcome.pr_template)
         text, notes = restored.text, notes + list(restored.notes)
-    if ctx.policy.pr.closes_issue and not closes_tracked(text, ctx.ref.repo, ctx.ref.number):
+    if ctx.policy.pr.closes_issue and not closes_tracked(
+        text, ctx.ref.repo, ctx.ref.number, web_base=web_base
+    ):
         text = f"{text}\n\nCloses #{ctx.ref.number}"
     if len(text) > GITHUB_BODY_LIMIT:
         notice = "\n\n(description truncated)"

@@ -83,6 +83,8 @@ def turn_failure(outcome: AgentOutcome, workpad: WorkpadRecord) -> str | None:
         return f"agent turn {outcome.kind}"
     if outcome.kind is OutcomeKind.CANCELLED:
         return None
+    if outcome.kind is OutcomeKind.PUSH_REFUSED:
+        return f"the push was refused: {outcome.reason or 'no reason recorded'}"
     if isinstance(outcome.blocked, ResultError):
         return str(outcome.blocked)
     if isinstance(outcome.blocked, BlockedQuestion):

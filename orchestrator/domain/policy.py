@@ -119,6 +119,13 @@ class MergePolicy:
     # The approval label; None means the label of the first approval state.
     approval_label: str | None = None
 
+    @property
+    def lands_commits(self) -> bool:
+        """Whether the branch's own commits may reach the base branch as they are: a merge
+        commit or a rebase does that, and so may a merge the runtime does not make (its
+        method is someone else's choice). A squash by the runtime writes one new commit."""
+        return self.mode is MergeMode.EXTERNAL or self.method is not MergeMethod.SQUASH
+
 
 @dataclass(frozen=True)
 class PRPolicy:
@@ -131,6 +138,8 @@ class PRPolicy:
     # Reviewers asked again after a rework turn.
     reviewers: tuple[str, ...] = ()
     closes_issue: bool = True
+    # GitHub's web address (an Enterprise server's): issue URLs on it are references too.
+    web_base: str = "https://github.com"
 
 
 @dataclass(frozen=True)

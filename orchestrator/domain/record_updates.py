@@ -159,9 +159,13 @@ def apply_effect_result(
         workpad = replace(workpad, merge=attempted)
     if not result.ok:
         lost = result.data.get("commits_lost")
+        refused = result.data.get("push_refused")
+        kept = replace(record, workpad=workpad)
         if kind is SideEffectKind.PUSH_BRANCH and isinstance(lost, str):
-            return _commits_lost(replace(record, workpad=workpad), lost, now)
-        return replace(record, workpad=workpad)
+            return _push_failed(kept, lost, now, OutcomeKind.COMMITS_LOST)
+        if kind is SideEffectKind.PUSH_BRANCH and isinstance(refused, str):
+            return _push_failed(kept, refused, now, OutcomeKind.PUSH_REFUSED, result.error)
+        return kept
     if kind is SideEffectKind.PUSH_BRANCH:
         head = payload.get("head_sha")
         branch = payload.get("branch")
@@ -213,18 +217,22 @@ def _body_written(
     return replace(record, pr_body=body), replace(workpad, pr_description_notes=notes)
 
 
-def _commits_lost(record: StoredRecord, head: str, now: datetime) -> StoredRecord:
-    """The turn whose commit ``head`` could not be pushed counts as failed and runs again.
+def _push_failed(
+    record: StoredRecord, head: str, now: datetime, kind: OutcomeKind, reason: str | None = None
+) -> StoredRecord:
+    """The turn whose commit ``head`` was not pushed counts as failed and runs again.
 
-    Its commits existed only in a workspace that is gone (or no longer holds
-    them). The failure counts toward ``orchestration.max_failed_attempts``,
-    with the usual backoff from now, and the next turn starts from what the
-    remote has: the loss is retried a bounded number of times, never every tick.
+    ``COMMITS_LOST``: its commits existed only in a workspace that is gone (or no
+    longer holds them), and the next turn starts from what the remote has.
+    ``PUSH_REFUSED``: the runtime would not push what they say (``reason``); they
+    stay in the workspace and the next turn is told why, to put them right. Either
+    failure counts toward ``orchestration.max_failed_attempts``, with the usual
+    backoff from now: it is retried a bounded number of times, never every tick.
     """
     outcome = record.last_outcome
     if outcome is None or outcome.head_after != head or outcome.phase is not record.phase:
         return record
-    failed = replace(outcome, kind=OutcomeKind.COMMITS_LOST, finished_at=now)
+    failed = replace(outcome, kind=kind, reason=reason or outcome.reason, finished_at=now)
     return replace(record, last_outcome=failed, attempt=record.attempt + 1, retry_due_at=None)
 
 

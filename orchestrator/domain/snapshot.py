@@ -95,6 +95,9 @@ class OutcomeKind(StrEnum):
     # The turn's commits never reached the remote and are gone (their workspace with them):
     # a failed attempt, re-run from the last pushed state.
     COMMITS_LOST = "commits_lost"
+    # The runtime refused to push the turn's commits for what they say (a closing keyword
+    # for another issue): a failed attempt, re-run with the reason, the commits kept.
+    PUSH_REFUSED = "push_refused"
 
 
 @dataclass(frozen=True, slots=True)

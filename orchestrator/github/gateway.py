@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from orchestrator.domain.accounts import is_bot_login, same_account
+from orchestrator.domain.pr_body import CommitText
 from orchestrator.github.client import GitHubClient
 from orchestrator.github.errors import GitHubError, Problem, RateLimited
 from orchestrator.github.outcomes import (
@@ -187,15 +188,26 @@ class GitHubGateway:
             return problem
 
     def merge_if_head_matches(
-        self, repo: str, number: int, expected_sha: str, method: str = "squash"
+        self,
+        repo: str,
+        number: int,
+        expected_sha: str,
+        method: str = "squash",
+        *,
+        commit: CommitText | None = None,
     ) -> Merged | HeadMoved | NotMergeable | Problem:
-        """Merge only the expected head: GitHub checks ``sha`` atomically (409 if it moved)."""
+        """Merge only the expected head: GitHub checks ``sha`` atomically (409 if it moved).
+
+        ``commit`` is what the merge commit says (``commit_title`` and ``commit_message``);
+        without it GitHub writes its default, which for a squash lists the branch's
+        commit messages.
+        """
+        body: dict[str, Any] = {"sha": expected_sha, "merge_method": method}
+        if commit is not None:
+            body |= {"commit_title": commit.title, "commit_message": commit.message}
         try:
             response = self.client.request(
-                "PUT",
-                f"/repos/{repo}/pulls/{number}/merge",
-                body={"sha": expected_sha, "merge_method": method},
-                ok=(200,),
+                "PUT", f"/repos/{repo}/pulls/{number}/merge", body=body, ok=(200,)
             )
             return Merged(str(response.data["sha"]))
         except GitHubError as error:

@@ -46,6 +46,7 @@ from orchestrator.store.engine import describe_url, is_sqlite, sqlite_path
 from orchestrator.store.migrate import SchemaAheadError, SchemaBehindError
 from orchestrator.store.outage import DatabaseHealth, is_unreachable, short_message
 from orchestrator.store.sqlite_faults import StorageFault, describe_storage_error
+from orchestrator.workflow.flow import github_web_base
 
 log = get_logger(__name__)
 
@@ -215,9 +216,4 @@ def guess_clone_url(view: PolicyView) -> str:
 
 def web_base(view: PolicyView) -> str:
     """Where GitHub's web pages are, for the dashboard's links and clone URLs."""
-    endpoint = github_endpoint(view.policy).rstrip("/")
-    if endpoint == "https://api.github.com":
-        return "https://github.com"
-    if endpoint.endswith("/api/v3"):
-        return endpoint[: -len("/api/v3")]
-    return endpoint
+    return github_web_base(view.policy)

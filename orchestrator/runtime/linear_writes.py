@@ -36,6 +36,7 @@ from types import MappingProxyType
 from orchestrator.agent import RepoSource
 from orchestrator.domain.actions import SideEffect
 from orchestrator.domain.effects import PHASE_STATE
+from orchestrator.domain.pr_body import ClosingScope
 from orchestrator.domain.record_updates import EffectResult
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.logs import get_logger
@@ -95,11 +96,18 @@ class LinearWrites(GitHubWrites):
         super().__init__(github, agents, source)
         self.linear = linear
 
-    def _linked_body(self, body: str, target: WriteTarget) -> str:
+    def _linked_body(self, body: str, target: WriteTarget, view: PolicyView) -> str:
         ref = self._ref(target)
-        return with_linear_link(
+        linked = with_linear_link(
             body, target.number, self.linear.identifier(ref), self.linear.url(ref)
         )
+        # What is left naming a GitHub issue by keyword names one this issue is not.
+        return self._closing_scope(target, view).honest(linked).text
+
+    def _closing_scope(self, target: WriteTarget, view: PolicyView) -> ClosingScope:
+        """No GitHub issue may be closed by keyword: the issue is Linear's, and its number
+        names another issue on GitHub."""
+        return ClosingScope(target.repo, None, view.flow.pr.web_base)
 
     @staticmethod
     def _ref(target: WriteTarget) -> IssueRef:
@@ -114,7 +122,7 @@ class LinearWrites(GitHubWrites):
     # --------------------------------------------------------- pull requests
 
     def _create_pr(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
-        body = self._linked_body(_text(effect.payload, "body"), target)
+        body = self._linked_body(_text(effect.payload, "body"), target, view)
         linked = replace(effect, payload=MappingProxyType({**effect.payload, "body": body}))
         result = super()._create_pr(linked, target, view)
         url = result.data.get("url")
@@ -126,7 +134,7 @@ class LinearWrites(GitHubWrites):
     def _update_pr_body(
         self, effect: SideEffect, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
-        body = self._linked_body(_text(effect.payload, "body"), target)
+        body = self._linked_body(_text(effect.payload, "body"), target, view)
         linked = replace(effect, payload=MappingProxyType({**effect.payload, "body": body}))
         # The pull request links the Linear issue; no ``Closes #N`` is added back.
         policy = view.policy

@@ -52,6 +52,7 @@ from orchestrator.tracker.linear_bridge import LinearIssues
 from orchestrator.tracker.linear_client import LinearClient
 from orchestrator.workflow import Workflow, flow_policy
 from orchestrator.workflow.app_key import AppKeyError, is_inline_pem, read_private_key
+from orchestrator.workflow.flow import github_endpoint as github_endpoint  # noqa: PLC0414 (re-export)
 from orchestrator.workflow.schema import Policy, TrackerAuth, TrackerKind
 
 
@@ -94,13 +95,6 @@ def policy_repo(policy: Policy) -> str:
             f"(kind is {policy.tracker.kind.value})"
         )
     return repo
-
-
-def github_endpoint(policy: Policy) -> str:
-    """Where the GitHub API of ``tracker.repo`` is: ``tracker.endpoint`` names Linear's for
-    kind linear, and ``tracker.github_endpoint`` GitHub's."""
-    tracker = policy.tracker
-    return tracker.github_endpoint if tracker.kind is TrackerKind.LINEAR else tracker.endpoint
 
 
 def is_linear(policy: Policy) -> bool:

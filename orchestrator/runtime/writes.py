@@ -15,9 +15,15 @@ from typing import Any
 
 from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource
-from orchestrator.agent.errors import AgentLayerError
+from orchestrator.agent.errors import AgentLayerError, PushRefused
 from orchestrator.domain.actions import PayloadValue, SideEffect, SideEffectKind
-from orchestrator.domain.pr_body import closes_tracked, merge_human_edits
+from orchestrator.domain.policy import MergeMethod
+from orchestrator.domain.pr_body import (
+    ClosingScope,
+    closes_tracked,
+    merge_commit_text,
+    merge_human_edits,
+)
 from orchestrator.domain.record_updates import EffectResult
 from orchestrator.domain.results import GITHUB_BODY_LIMIT
 from orchestrator.domain.review import REVIEW_COMMENT_MARKER
@@ -51,6 +57,13 @@ def _ok(**data: str | int | None) -> EffectResult:
 
 def _failed(error: str, **data: str | int | None) -> EffectResult:
     return EffectResult(ok=False, error=error, data=MappingProxyType(dict(data)))
+
+
+def _refused(identifier: str, head: str, error: PushRefused) -> EffectResult:
+    """A push the daemon refused for what the agent's commits say: the turn counts as failed
+    and the next one is told why (the commits stay in the workspace, to be put right)."""
+    log.warning("turn_push_refused", issue=identifier, head=head, reason=error.problem)
+    return _failed(str(error), push_refused=head)
 
 
 def _lost(identifier: str, head: str, why: str) -> EffectResult:
@@ -163,9 +176,18 @@ class GitHubWrites:
         )
         if current != head:
             return _lost(identifier, head, f"branch {branch} is at {current[:12]} in the workspace")
-        # A plain push (no force) is refused by the remote unless it fast-forwards.
-        pushed = wiring.workspaces.publish(workspace, self._source())
+        # A plain push (no force) is refused by the remote unless it fast-forwards. Commits
+        # that may land on the base branch as they are must close no other issue.
+        closing = self._closing_scope(target, view) if view.flow.merge.lands_commits else None
+        try:
+            pushed = wiring.workspaces.publish(workspace, self._source(), closing=closing)
+        except PushRefused as error:
+            return _refused(identifier, head, error)
         return _ok(branch=branch, head_sha=pushed)
+
+    def _closing_scope(self, target: WriteTarget, view: PolicyView) -> ClosingScope:
+        """The issue the pull request may close by keyword: the one it is for."""
+        return ClosingScope(target.repo, target.number, view.flow.pr.web_base)
 
     # --------------------------------------------------------- pull requests
 
@@ -238,7 +260,7 @@ class GitHubWrites:
                 text = merged.text
                 closing = f"Closes #{target.number}"
                 if view.policy.pr.closes_issue and not closes_tracked(
-                    text, target.repo, target.number
+                    text, target.repo, target.number, web_base=view.flow.pr.web_base
                 ):
                     text = f"{text}\n\n{closing}"
                 written[0] = text[:GITHUB_BODY_LIMIT]
@@ -300,11 +322,23 @@ class GitHubWrites:
         lapsed = self._approval_lapsed(effect, target, view)
         if lapsed is not None:
             return _failed(f"not merged: {lapsed}")
+        number = _number(payload, "pr_number")
+        method = MergeMethod(_text(payload, "method"))
+        commit = None
+        if method is not MergeMethod.REBASE:
+            pr = self.github.gateway.get_pr(target.repo, number)
+            if not isinstance(pr, PRInfo):
+                return _problem(pr) or _failed("the pull request could not be read")
+            commit = merge_commit_text(
+                method,
+                pr_number=number,
+                pr_title=pr.title,
+                pr_body=pr.body,
+                head_label=f"{target.repo.split('/')[0]}/{pr.head_branch}",
+                scope=self._closing_scope(target, view),
+            )
         result = self.github.gateway.merge_if_head_matches(
-            target.repo,
-            _number(payload, "pr_number"),
-            head,
-            _text(payload, "method"),
+            target.repo, number, head, method.value, commit=commit
         )
         if isinstance(result, Merged):
             return _ok(merge_commit_sha=result.commit_sha, already=int(result.already))

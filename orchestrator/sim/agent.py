@@ -245,6 +245,9 @@ class ScriptedAgent:
         else:
             self._git("add", "-A")
         extra = ["--allow-empty"] if spec.get("allow_empty") else []
+        if spec.get("amend"):
+            # Rewords (and extends) the last commit, as an agent told its message is refused.
+            extra.append("--amend")
         message = self._expand(spec["message"])
         self._git("commit", "--quiet", "--no-verify", "-m", message, *extra)
 

@@ -18,6 +18,7 @@ from orchestrator.logs import get_logger
 from orchestrator.sim.apps import AppRegistry
 from orchestrator.sim.billing import Billing
 from orchestrator.sim.clock import Clock, system_clock
+from orchestrator.sim.closing import closing_references
 from orchestrator.sim.errors import Conflict, NotAllowed, Unprocessable
 from orchestrator.sim.faults import FaultInjector
 from orchestrator.sim.gitstore import (
@@ -152,8 +153,34 @@ class Emulator:
                 if branch in repo.branches and branch not in heads:
                     self.state.set_branch(repo, branch, None, pusher)
             for branch, sha in heads.items():
-                if repo.branches.get(branch) != sha:
+                old = repo.branches.get(branch)
+                if old != sha:
                     self.state.set_branch(repo, branch, sha, pusher)
+                    if branch == repo.default_branch and pusher is not None:
+                        self.close_by_commits(repo, old, sha, pusher)
+
+    def close_by_commits(self, repo: Repo, before: str | None, after: str, actor: str) -> None:
+        """Close what the commits of ``before..after`` close by keyword, as GitHub does when
+        they reach the default branch: issues of any repository ``actor`` can write
+        (:mod:`orchestrator.sim.closing`)."""
+        if before is None:
+            return
+        with self.state.lock:
+            for info in self.commits_between(repo, before, after):
+                for ref in closing_references(info.message):
+                    target: Repo | None = repo
+                    if ref.repo is not None:
+                        owner, _, name = ref.repo.partition("/")
+                        target = self.state.find_repo(owner, name)
+                    if target is None or not self.state.has_permission(target, actor, "write"):
+                        continue
+                    if self.state.close_by_commit(target, ref.number, actor, info.sha):
+                        log.info(
+                            "sim_issue_closed_by_commit",
+                            repo=target.full_name,
+                            issue=ref.number,
+                            commit=info.sha,
+                        )
 
     def diff_stats(self, repo: Repo, pr: PullRequest) -> DiffStats:
         """Commits, additions, deletions and changed files between base and head (cached)."""
@@ -301,12 +328,15 @@ class Emulator:
             head_sha = pr.head_sha
             base_before = repo.branches.get(pr.base_ref)
             # GitHub's defaults; commit_title and commit_message replace them (rebase keeps
-            # each commit's own message).
+            # each commit's own message). A squash lists the branch's commit messages.
             if method == "merge":
                 headline = title or f"Merge pull request #{number} from {repo.owner}/{pr.head_ref}"
                 text = f"{headline}\n\n{message or issue.title}"
             else:
                 headline = title or f"{issue.title} (#{number})"
+                if message is None and base_before is not None:
+                    listed = self.commits_between(repo, base_before, head_sha)
+                    message = "\n\n".join(f"* {info.message}" for info in listed)
                 text = f"{headline}\n\n{message}" if message else headline
             try:
                 new_sha = self.git.merge(
@@ -322,6 +352,8 @@ class Emulator:
                 raise NotAllowed("Pull Request is not mergeable") from exc
             self.state.set_branch(repo, pr.base_ref, new_sha, user.login)
             self.state.record_merge(repo, number, user.login, new_sha, base_before)
+            if pr.base_ref == repo.default_branch:
+                self.close_by_commits(repo, base_before, new_sha, user.login)
             log.info("sim_pull_merged", repo=repo.full_name, pull=number, method=method)
             return new_sha
 

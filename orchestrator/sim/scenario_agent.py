@@ -210,7 +210,7 @@ STEP_CHECKS: dict[str, Check] = {
         required={"path": _relative_path, "content": _text},
         optional={"append": _flag},
     ),
-    "commit": _text_or({"paths": _anything, "allow_empty": _flag}, "message"),
+    "commit": _text_or({"paths": _anything, "allow_empty": _flag, "amend": _flag}, "message"),
     "review": lambda v, w: _fields(
         v, w, optional={"findings": _findings, "head": _text, "overview": _text}
     ),

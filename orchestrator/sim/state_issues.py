@@ -238,6 +238,26 @@ class IssuesState(AccountsState):
             self._touch()
             return issue
 
+    def close_by_commit(self, repo: Repo, number: int, actor: str, commit_id: str) -> bool:
+        """Close the open issue ``number`` because the commit ``commit_id`` that reached the
+        default branch says so; False when there is no such open issue (a pull request is
+        left alone)."""
+        with self.lock:
+            issue = repo.issues.get(number)
+            if issue is None or issue.is_pull or issue.state != "open":
+                return False
+            account = self.user(actor)
+            now = self.now()
+            issue.state = "closed"
+            issue.state_reason = "completed"
+            issue.closed_at = now
+            issue.closed_by = account.login
+            issue.updated_at = now
+            self._event(repo, issue, "closed", account.login, commit_id=commit_id)
+            self.index(repo).state_changed(issue)
+            self._touch()
+            return True
+
     def add_labels(self, repo: Repo, number: int, actor: str, names: Iterable[str]) -> list[Label]:
         """Add labels (creating unknown ones); each newly added one writes a ``labeled`` event."""
         with self.lock:

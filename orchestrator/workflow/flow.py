@@ -6,6 +6,8 @@ one place that knows how WORKFLOW.md keys correspond to it.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from orchestrator.domain import policy as domain
 from orchestrator.domain.phases import RolloutMode
 from orchestrator.workflow.schema import ApprovalSource, MergeMode, Policy, TrackerKind
@@ -70,10 +72,34 @@ def flow_policy(policy: Policy) -> domain.FlowPolicy:
             update_description=pr.update_description,
             reviewers=pr.reviewers,
             closes_issue=pr.closes_issue,
+            web_base=github_web_base(policy),
         ),
         state_labels=state_labels(policy),
         priority_labels=orchestration.priority_labels,
     )
+
+
+def github_endpoint(policy: Policy) -> str:
+    """Where the GitHub API of ``tracker.repo`` is: ``tracker.endpoint`` names Linear's for
+    kind linear, and ``tracker.github_endpoint`` GitHub's."""
+    tracker = policy.tracker
+    return tracker.github_endpoint if tracker.kind is TrackerKind.LINEAR else tracker.endpoint
+
+
+def github_web_base(policy: Policy) -> str:
+    """Where GitHub's web pages are, from its API endpoint: ``https://github.com`` for
+    ``api.github.com``, the server for an Enterprise server's ``/api/v3``, ``<name>.ghe.com``
+    for ``api.<name>.ghe.com``, the endpoint itself otherwise (an emulator)."""
+    endpoint = github_endpoint(policy).rstrip("/")
+    if endpoint == "https://api.github.com":
+        return "https://github.com"
+    if endpoint.endswith("/api/v3"):
+        return endpoint[: -len("/api/v3")]
+    parts = urlsplit(endpoint)
+    host = parts.hostname or ""
+    if host.startswith("api.") and host.endswith(".ghe.com") and not parts.path.strip("/"):
+        return f"{parts.scheme}://{host[len('api.') :]}"
+    return endpoint
 
 
 def state_labels(policy: Policy) -> dict[str, str]:

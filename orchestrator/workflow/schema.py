@@ -625,7 +625,12 @@ class MergeSettings:
         ),
     )
     method: MergeMethod = field(
-        default=MergeMethod.SQUASH, metadata=meta(doc="`merge`, `squash` or `rebase`.")
+        default=MergeMethod.SQUASH,
+        metadata=meta(
+            doc="`merge`, `squash` or `rebase`. A squash says the cleaned pull request body; "
+            "with `merge` or `rebase` (and with `mode: disabled`) the agent's commits land as "
+            "they are, so a push whose commits would close another issue is refused."
+        ),
     )
     require_green_checks: bool = field(
         default=True, metadata=meta(doc="Checks on the current head must pass.")

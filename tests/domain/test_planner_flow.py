@@ -16,6 +16,7 @@ from orchestrator.domain.actions import (
     SideEffectKind,
     Transition,
 )
+from orchestrator.domain.outcomes import turn_failure
 from orchestrator.domain.phases import Phase, RolloutMode, WaitingReason
 from orchestrator.domain.planner import plan
 from orchestrator.domain.policy import FlowPolicy, MergePolicy, ReviewPolicy
@@ -58,6 +59,7 @@ from tests.domain.builders import (
     make_item,
     make_outcome,
     make_policy,
+    make_record,
     make_review,
     make_snapshot,
     observes,
@@ -228,6 +230,41 @@ def test_effect_results_update_the_record_only_when_they_succeed() -> None:
     assert merged.workpad.merge.last_merged_head_sha == HEAD_A
     assert merged.workpad.merge.last_merge_commit_sha == HEAD_B
     assert "k-merge" in merged.completed_effects
+
+
+def test_a_refused_push_fails_its_turn_with_the_reason_and_the_phase_runs_again() -> None:
+    turn = make_outcome(Phase.IMPLEMENTING, head_before=None, head_after=HEAD_B)
+    record = make_record(Phase.IMPLEMENTING, last_outcome=turn, workpad={"pr": None})
+    push = SideEffect(
+        ref(), SideEffectKind.PUSH_BRANCH, {"head_sha": HEAD_B, "branch": "b"}, "k-push"
+    )
+    reason = "refusing to push bbbb: the commit bbbb says 'Closes acme/gadgets#1'"
+    refused = apply_effect_result(
+        record, push, EffectResult(ok=False, error=reason, data={"push_refused": HEAD_B}), NOW
+    )
+    assert refused.attempt == 1 and "k-push" not in refused.completed_effects
+    assert refused.last_outcome is not None
+    assert refused.last_outcome.kind is OutcomeKind.PUSH_REFUSED
+    assert refused.last_outcome.reason == reason and refused.last_outcome.finished_at == NOW
+    assert turn_failure(refused.last_outcome, refused.workpad) == f"the push was refused: {reason}"
+    # The next tick waits out the backoff, then runs the phase again: no second push.
+    item = IssueSnapshot(issue=make_issue(), record=refused)
+    waiting = run_plan(make_snapshot(item))
+    pushes = [e for e in effects_of(waiting) if e.kind is SideEffectKind.PUSH_BRANCH]
+    assert not dispatches(waiting) and not pushes
+    later = plan(
+        make_snapshot(item, now=NOW + timedelta(minutes=1)),
+        make_policy(),
+        NOW + timedelta(minutes=1),
+    )
+    [again] = dispatches(later)
+    assert again.phase is Phase.IMPLEMENTING
+    assert not [e for e in effects_of(later) if e.kind is SideEffectKind.PUSH_BRANCH]
+    # A refusal for another commit (an older turn's) leaves the record alone.
+    other = apply_effect_result(
+        record, push, EffectResult(ok=False, error=reason, data={"push_refused": HEAD_A}), NOW
+    )
+    assert other.attempt == 0 and other.last_outcome == turn
 
 
 def test_a_workpad_write_mirrors_exactly_what_was_written() -> None:

@@ -224,11 +224,16 @@ class Flow:
     def to_waiting_for_human(self) -> tuple[int, int]:
         """Open an issue and run it to waiting_for_human with green checks: (issue, PR)."""
         number = self.open_issue()
-        self.run_to_phase(number, "waiting_for_checks")
+        return number, self.checks_pass(number)
+
+    def checks_pass(self, number: int, max_ticks: int = 40) -> int:
+        """Run the issue to its pull request, pass its checks and run it to
+        waiting_for_human; its pull request's number."""
+        self.run_to_phase(number, "waiting_for_checks", max_ticks)
         pr = self.pr_number(number)
         self.check(pr, "success")
         self.run_to_phase(number, "waiting_for_human")
-        return number, pr
+        return pr
 
     def wipe_database(self) -> None:
         """Stop the daemon and lose its database, as after a disk loss; start it again."""
