@@ -9,34 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from types import MappingProxyType
 
 from orchestrator.domain.phases import Phase, RolloutMode, WaitingReason
+from orchestrator.domain.side_effects import EffectPayload, SideEffectKind
 from orchestrator.domain.snapshot import HeadSighting, IssueRef
 from orchestrator.domain.workpad import Observation
-
-# JSON-compatible payload values.
-PayloadValue = str | int | bool | None | tuple[str, ...]
-
-
-class SideEffectKind(StrEnum):
-    """The closed set of writes to GitHub or the git remote."""
-
-    PUSH_BRANCH = "push_branch"
-    CREATE_PR = "create_pr"
-    UPDATE_PR_BODY = "update_pr_body"
-    UPSERT_WORKPAD = "upsert_workpad"
-    UPSERT_REVIEW_COMMENT = "upsert_review_comment"
-    SET_LABELS = "set_labels"
-    REPLY_THREAD = "reply_thread"
-    RESOLVE_THREAD = "resolve_thread"
-    REQUEST_REVIEW = "request_review"
-    POST_COMMENT = "post_comment"
-    MARK_PR_READY = "mark_pr_ready"
-    MERGE_PR = "merge_pr"
-    CLOSE_ISSUE = "close_issue"
-
 
 # The lowest rollout mode in which each kind of side effect may happen.
 MINIMUM_MODE: Mapping[SideEffectKind, RolloutMode] = MappingProxyType(
@@ -92,9 +70,13 @@ class SideEffect:
     """One write to GitHub or the git remote, gated by rollout mode and kill switches."""
 
     issue: IssueRef
-    kind: SideEffectKind
-    payload: Mapping[str, PayloadValue]
+    payload: EffectPayload
     idempotency_key: str
+
+    @property
+    def kind(self) -> SideEffectKind:
+        """What the write is (the payload's kind)."""
+        return self.payload.KIND
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,14 +100,26 @@ class Observe:
 
 Action = Dispatch | Transition | SideEffect | Cancel | Observe
 
+__all__ = [
+    "MINIMUM_MODE",
+    "Action",
+    "Cancel",
+    "Dispatch",
+    "EffectPayload",
+    "Observe",
+    "SideEffect",
+    "SideEffectKind",
+    "Transition",
+    "allowed_in",
+    "idempotency_key",
+    "side_effect",
+]
 
-def side_effect(
-    issue: IssueRef, kind: SideEffectKind, target: str, **payload: PayloadValue
-) -> SideEffect:
-    """A side effect with a read-only payload and its derived idempotency key."""
+
+def side_effect(issue: IssueRef, target: str, payload: EffectPayload) -> SideEffect:
+    """A side effect with its derived idempotency key (``target`` names what it writes)."""
     return SideEffect(
         issue=issue,
-        kind=kind,
-        payload=MappingProxyType(payload),
-        idempotency_key=idempotency_key(issue, kind, target),
+        payload=payload,
+        idempotency_key=idempotency_key(issue, payload.KIND, target),
     )

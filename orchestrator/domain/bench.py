@@ -32,6 +32,7 @@ from orchestrator.domain.record_updates import (
     apply_transition,
 )
 from orchestrator.domain.results import Review
+from orchestrator.domain.side_effects import SetLabels
 from orchestrator.domain.snapshot import (
     Actor,
     AgentOutcome,
@@ -184,10 +185,9 @@ def steady_state(snapshot: Snapshot, policy: FlowPolicy, ticks: int = 3) -> Snap
 
 
 def _relabel(issue: TrackedIssue, effect: SideEffect) -> TrackedIssue:
-    add = effect.payload.get("add") or ()
-    remove = effect.payload.get("remove") or ()
-    assert isinstance(add, tuple) and isinstance(remove, tuple)
-    return replace(issue, labels=(issue.labels - set(remove)) | set(add))
+    labels = effect.payload
+    assert isinstance(labels, SetLabels)
+    return replace(issue, labels=(issue.labels - set(labels.remove)) | set(labels.add))
 
 
 def _read_only(items: dict[object, object]) -> MappingProxyType[object, object]:

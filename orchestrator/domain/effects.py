@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from orchestrator.domain.accounts import same_account
-from orchestrator.domain.actions import SideEffect, SideEffectKind, side_effect
+from orchestrator.domain.actions import SideEffect, side_effect
 from orchestrator.domain.flow import IssueContext
 from orchestrator.domain.gates import current_approval, stale_approval_labels
 from orchestrator.domain.phases import Phase
@@ -18,6 +18,20 @@ from orchestrator.domain.pr_body import (
 )
 from orchestrator.domain.results import GITHUB_BODY_LIMIT, BlockedQuestion, PRDescription, Review
 from orchestrator.domain.review import ThreadReply, render_review_comment
+from orchestrator.domain.side_effects import (
+    CloseIssue,
+    CreatePR,
+    MarkPRReady,
+    MergePR,
+    PostComment,
+    PushBranch,
+    ReplyThread,
+    RequestReview,
+    ResolveThread,
+    SetLabels,
+    UpdatePRBody,
+    UpsertReviewComment,
+)
 from orchestrator.domain.snapshot import AgentOutcome, PRStatus, PullRequest, StoredRecord
 
 BLOCKED_COMMENT_MARKER = "<!-- orchestrator-blocked-question -->"
@@ -55,12 +69,10 @@ def push_branch(ctx: IssueContext, head_sha: str, purpose: str) -> SideEffect:
     expected = ctx.pr.head_sha if ctx.pr is not None else None
     return side_effect(
         ctx.ref,
-        SideEffectKind.PUSH_BRANCH,
         head_sha,
-        branch=branch_for(ctx),
-        head_sha=head_sha,
-        expected_remote_sha=expected,
-        purpose=purpose,
+        PushBranch(
+            branch=branch_for(ctx), head_sha=head_sha, expected_remote_sha=expected, purpose=purpose
+        ),
     )
 
 
@@ -96,14 +108,15 @@ def create_pr(ctx: IssueContext, outcome: AgentOutcome) -> SideEffect:
     body = pr_body(ctx, outcome)
     return side_effect(
         ctx.ref,
-        SideEffectKind.CREATE_PR,
         branch,
-        branch=branch,
-        base=ctx.policy.pr.base_branch,
-        title=ctx.item.issue.title,
-        body=body.text,
-        notes=body.notes,
-        draft=ctx.policy.pr.draft,
+        CreatePR(
+            branch=branch,
+            base=ctx.policy.pr.base_branch,
+            title=ctx.item.issue.title,
+            body=body.text,
+            notes=body.notes,
+            draft=ctx.policy.pr.draft,
+        ),
     )
 
 
@@ -120,12 +133,10 @@ def update_pr_body(ctx: IssueContext, pr: PullRequest, outcome: AgentOutcome) ->
     body = pr_body(ctx, outcome)
     return side_effect(
         ctx.ref,
-        SideEffectKind.UPDATE_PR_BODY,
         f"{pr.number}:{outcome.run_id}",
-        pr_number=pr.number,
-        body=body.text,
-        notes=body.notes,
-        previous=ctx.record.pr_body,
+        UpdatePRBody(
+            pr_number=pr.number, body=body.text, notes=body.notes, previous=ctx.record.pr_body
+        ),
     )
 
 
@@ -140,13 +151,14 @@ def upsert_review_comment(
     """Create or update the PR's single review comment with this pass."""
     return side_effect(
         ctx.ref,
-        SideEffectKind.UPSERT_REVIEW_COMMENT,
         review_comment_key_target(review, outcome),
-        pr_number=pr.number,
-        head_sha=review.head_sha,
-        pass_number=pass_number,
-        body=render_review_comment(
-            review, pass_number=pass_number, max_passes=ctx.policy.review.max_passes
+        UpsertReviewComment(
+            pr_number=pr.number,
+            head_sha=review.head_sha,
+            pass_number=pass_number,
+            body=render_review_comment(
+                review, pass_number=pass_number, max_passes=ctx.policy.review.max_passes
+            ),
         ),
     )
 
@@ -155,18 +167,10 @@ def thread_effects(ctx: IssueContext, reply: ThreadReply, run_id: str) -> list[S
     """Reply on a review thread, then resolve it when the reply settles it."""
     target = f"{reply.thread_id}:{run_id}"
     effects = [
-        side_effect(
-            ctx.ref,
-            SideEffectKind.REPLY_THREAD,
-            target,
-            thread_id=reply.thread_id,
-            body=reply.body,
-        )
+        side_effect(ctx.ref, target, ReplyThread(thread_id=reply.thread_id, body=reply.body))
     ]
     if reply.resolve:
-        effects.append(
-            side_effect(ctx.ref, SideEffectKind.RESOLVE_THREAD, target, thread_id=reply.thread_id)
-        )
+        effects.append(side_effect(ctx.ref, target, ResolveThread(thread_id=reply.thread_id)))
     return effects
 
 
@@ -192,10 +196,8 @@ def request_review(
         return None
     return side_effect(
         ctx.ref,
-        SideEffectKind.REQUEST_REVIEW,
         f"{head_sha}:{run_id}",
-        pr_number=pr.number,
-        reviewers=tuple(reviewers),
+        RequestReview(pr_number=pr.number, reviewers=tuple(reviewers)),
     )
 
 
@@ -203,7 +205,7 @@ def post_comment(ctx: IssueContext, target: str, body: str) -> SideEffect:
     """A comment on the issue (a question for a human, or a notice)."""
     if len(body) > GITHUB_BODY_LIMIT:
         body = body[: GITHUB_BODY_LIMIT - 20] + "\n\n(truncated)"
-    return side_effect(ctx.ref, SideEffectKind.POST_COMMENT, target, body=body)
+    return side_effect(ctx.ref, target, PostComment(body=body))
 
 
 def blocked_question_comment(
@@ -226,25 +228,22 @@ def merge_pr(ctx: IssueContext, pr: PullRequest) -> SideEffect:
     approval = current_approval(ctx.item, ctx.policy, ctx.self_login)
     return side_effect(
         ctx.ref,
-        SideEffectKind.MERGE_PR,
         pr.head_sha,
-        pr_number=pr.number,
-        head_sha=pr.head_sha,
-        method=ctx.policy.merge.method.value,
-        approvers=approval.approvers,
-        approval_labels=approval.labels,
-        approval_required=ctx.policy.merge.require_human_approval,
+        MergePR(
+            pr_number=pr.number,
+            head_sha=pr.head_sha,
+            method=ctx.policy.merge.method.value,
+            approvers=approval.approvers,
+            approval_labels=approval.labels,
+            approval_required=ctx.policy.merge.require_human_approval,
+        ),
     )
 
 
 def mark_pr_ready(ctx: IssueContext, pr: PullRequest) -> SideEffect:
     """Take the draft pull request out of draft, so GitHub lets it be merged."""
     return side_effect(
-        ctx.ref,
-        SideEffectKind.MARK_PR_READY,
-        pr.head_sha,
-        pr_number=pr.number,
-        node_id=pr.node_id or "",
+        ctx.ref, pr.head_sha, MarkPRReady(pr_number=pr.number, node_id=pr.node_id or "")
     )
 
 
@@ -252,10 +251,8 @@ def close_issue(ctx: IssueContext, pr: PullRequest) -> SideEffect:
     """Close the issue after its PR's merge was confirmed (tracker Done)."""
     return side_effect(
         ctx.ref,
-        SideEffectKind.CLOSE_ISSUE,
         f"merged:{pr.merge_commit_sha or pr.head_sha}",
-        reason="completed",
-        pr_number=pr.number,
+        CloseIssue(reason="completed", pr_number=pr.number),
     )
 
 
@@ -275,10 +272,8 @@ def state_labels(ctx: IssueContext) -> SideEffect | None:
         return None
     return side_effect(
         ctx.ref,
-        SideEffectKind.SET_LABELS,
         f"{wanted}@{_stamp(ctx.record.phase_since)}",
-        add=(wanted,),
-        remove=remove,
+        SetLabels(add=(wanted,), remove=remove),
     )
 
 
@@ -302,10 +297,8 @@ def withdraw_stale_approvals(ctx: IssueContext) -> list[SideEffect]:
         found.append(
             side_effect(
                 ctx.ref,
-                SideEffectKind.SET_LABELS,
                 f"stale-approval:{place}:{label}:{_stamp(event.at)}:{pr.head_sha}",
-                remove=(label,),
-                on_number=number,
+                SetLabels(remove=(label,), on_number=number),
             )
         )
     labels = ", ".join(f"`{label}`" for _, label, _ in stale)

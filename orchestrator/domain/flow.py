@@ -14,7 +14,6 @@ from orchestrator.domain.actions import (
     Cancel,
     Dispatch,
     SideEffect,
-    SideEffectKind,
     Transition,
     side_effect,
 )
@@ -23,6 +22,7 @@ from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMo
 from orchestrator.domain.policy import FlowPolicy, ReviewActOn
 from orchestrator.domain.results import GITHUB_BODY_LIMIT
 from orchestrator.domain.review import bouncing_threads, escalated_before, passes_in_lineage
+from orchestrator.domain.side_effects import PostComment
 from orchestrator.domain.snapshot import (
     IssueRef,
     IssueSnapshot,
@@ -168,10 +168,7 @@ def rework_limit_comment(ctx: IssueContext, reason: str) -> SideEffect:
     lines += ["", "Fix it by hand, or ask an operator to resume the issue."]
     body = "\n".join(lines)[:GITHUB_BODY_LIMIT]
     return side_effect(
-        ctx.ref,
-        SideEffectKind.POST_COMMENT,
-        f"rework-limit:{ctx.record.phase_since.isoformat()}",
-        body=body,
+        ctx.ref, f"rework-limit:{ctx.record.phase_since.isoformat()}", PostComment(body=body)
     )
 
 

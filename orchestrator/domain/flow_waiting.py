@@ -6,7 +6,7 @@ current head and move the issue on, back to review, or into rework.
 
 from __future__ import annotations
 
-from orchestrator.domain.actions import SideEffectKind, side_effect
+from orchestrator.domain.actions import side_effect
 from orchestrator.domain.flow import (
     Feedback,
     IssueContext,
@@ -19,6 +19,7 @@ from orchestrator.domain.flow import (
     wait,
 )
 from orchestrator.domain.phases import GateValue, Phase, WaitingReason
+from orchestrator.domain.side_effects import ReplyThread
 from orchestrator.domain.snapshot import PRStatus, PullRequest
 
 
@@ -125,13 +126,12 @@ def _escalate_bounces(ctx: IssueContext, feedback: Feedback) -> IssueDecision:
         decision.effects.append(
             side_effect(
                 ctx.ref,
-                SideEffectKind.REPLY_THREAD,
                 f"{thread.id}:bounce",
-                thread_id=thread.id,
-                body=(
-                    "Needs a human decision: this comment came back after being addressed "
+                ReplyThread(
+                    thread_id=thread.id,
+                    body="Needs a human decision: this comment came back after being addressed "
                     f"{ctx.policy.review.bounce_threshold} or more times, so it is not "
-                    "changed again automatically."
+                    "changed again automatically.",
                 ),
             )
         )

@@ -18,7 +18,6 @@ from orchestrator.domain.actions import (
     Dispatch,
     Observe,
     SideEffect,
-    SideEffectKind,
     allowed_in,
     side_effect,
 )
@@ -32,6 +31,7 @@ from orchestrator.domain.phases import AGENT_PHASES, Phase, RolloutMode, Waiting
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.record_updates import apply_transition, new_record
 from orchestrator.domain.selection import candidate_order, effective_mode
+from orchestrator.domain.side_effects import UpsertWorkpad
 from orchestrator.domain.snapshot import IssueSnapshot, PRStatus, RunningAgent, Snapshot
 from orchestrator.domain.workpad import (
     WORKPAD_COMMENT_MARKER,
@@ -326,9 +326,6 @@ def _workpad_effect(
     )
     return side_effect(
         entry.item.ref,
-        SideEffectKind.UPSERT_WORKPAD,
         workpad_digest(body),
-        marker=WORKPAD_COMMENT_MARKER,
-        heading=policy.workpad_marker,
-        body=body,
+        UpsertWorkpad(marker=WORKPAD_COMMENT_MARKER, heading=policy.workpad_marker, body=body),
     )

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import MappingProxyType
 
-from orchestrator.domain.actions import Dispatch, Observe, SideEffect, SideEffectKind, Transition
+from orchestrator.domain.actions import Dispatch, Observe, SideEffect, Transition
 from orchestrator.domain.outcomes import (
     in_this_visit,
     rework_contract_error,
@@ -23,6 +23,14 @@ from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.results import FixSummary, FixTargetKind
 from orchestrator.domain.retry import decide_retry
+from orchestrator.domain.side_effects import (
+    CreatePR,
+    MergePR,
+    PushBranch,
+    UpdatePRBody,
+    UpsertReviewComment,
+    UpsertWorkpad,
+)
 from orchestrator.domain.snapshot import (
     AgentOutcome,
     OutcomeKind,
@@ -139,13 +147,9 @@ def apply_effect_result(
     """The record after a side effect ran: its key marked done, workpad facts updated."""
     workpad = record.workpad
     payload = effect.payload
-    kind = effect.kind
-    if kind is SideEffectKind.MERGE_PR:
-        head = payload.get("head_sha")
+    if isinstance(payload, MergePR):
         attempted = replace(
-            workpad.merge,
-            last_attempted_at=now,
-            last_attempted_head_sha=head if isinstance(head, str) else None,
+            workpad.merge, last_attempted_at=now, last_attempted_head_sha=payload.head_sha
         )
         if result.ok:
             attempted = replace(
@@ -161,22 +165,20 @@ def apply_effect_result(
         lost = result.data.get("commits_lost")
         refused = result.data.get("push_refused")
         kept = replace(record, workpad=workpad)
-        if kind is SideEffectKind.PUSH_BRANCH and isinstance(lost, str):
+        if isinstance(payload, PushBranch) and isinstance(lost, str):
             return _push_failed(kept, lost, now, OutcomeKind.COMMITS_LOST)
-        if kind is SideEffectKind.PUSH_BRANCH and isinstance(refused, str):
+        if isinstance(payload, PushBranch) and isinstance(refused, str):
             return _push_failed(kept, refused, now, OutcomeKind.PUSH_REFUSED, result.error)
         return kept
-    if kind is SideEffectKind.PUSH_BRANCH:
-        head = payload.get("head_sha")
-        branch = payload.get("branch")
-        if isinstance(branch, str):
-            workpad = replace(workpad, branch=branch)
-        if isinstance(head, str):
-            if workpad.pr is not None:
-                workpad = replace(workpad, pr=replace(workpad.pr, head_sha=head))
-            if payload.get("purpose") == "review_fix":
-                workpad = replace(workpad, review=replace(workpad.review, last_fixed_head_sha=head))
-    elif kind is SideEffectKind.CREATE_PR:
+    if isinstance(payload, PushBranch):
+        workpad = replace(workpad, branch=payload.branch)
+        if workpad.pr is not None:
+            workpad = replace(workpad, pr=replace(workpad.pr, head_sha=payload.head_sha))
+        if payload.purpose == "review_fix":
+            workpad = replace(
+                workpad, review=replace(workpad.review, last_fixed_head_sha=payload.head_sha)
+            )
+    elif isinstance(payload, CreatePR):
         number = _number(result.data, "number")
         url = _text(result.data, "url")
         if number is not None and url is not None:
@@ -184,20 +186,14 @@ def apply_effect_result(
                 workpad, pr=PRRef(number=number, url=url, head_sha=_text(result.data, "head_sha"))
             )
         record, workpad = _body_written(record, workpad, result)
-    elif kind is SideEffectKind.UPDATE_PR_BODY:
+    elif isinstance(payload, UpdatePRBody):
         record, workpad = _body_written(record, workpad, result)
-    elif kind is SideEffectKind.UPSERT_REVIEW_COMMENT:
+    elif isinstance(payload, UpsertReviewComment):
         workpad = replace(workpad, review=_after_review_comment(workpad.review, payload, result))
-    elif kind is SideEffectKind.UPSERT_WORKPAD:
+    elif isinstance(payload, UpsertWorkpad):
         # Mirror exactly what the comment now says, read back from the written body.
-        body = payload.get("body")
-        heading = payload.get("heading")
-        written = (
-            parse_workpad(body, marker=heading, now=now)
-            if isinstance(body, str) and isinstance(heading, str)
-            else None
-        )
-        mirrored = written.record if written and written.status is WorkpadStatus.PARSED else None
+        written = parse_workpad(payload.body, marker=payload.heading, now=now)
+        mirrored = written.record if written.status is WorkpadStatus.PARSED else None
         record = replace(record, mirrored_workpad=mirrored)
     return replace(
         record,
@@ -237,18 +233,14 @@ def _push_failed(
 
 
 def _after_review_comment(
-    state: ReviewState, payload: Mapping[str, object], result: EffectResult
+    state: ReviewState, payload: UpsertReviewComment, result: EffectResult
 ) -> ReviewState:
-    head = payload.get("head_sha")
-    pass_number = payload.get("pass_number")
-    if not isinstance(head, str) or not isinstance(pass_number, int):
-        return state
     comment_id = _number(result.data, "comment_id") or state.comment_id
     return replace(
         state,
         comment_id=comment_id,
-        passes_completed=pass_number,
-        last_reviewed_head_sha=head,
+        passes_completed=payload.pass_number,
+        last_reviewed_head_sha=payload.head_sha,
     )
 
 

@@ -30,6 +30,7 @@ from orchestrator.domain.actions import (
 )
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.record_updates import apply_dispatch, apply_observation
+from orchestrator.domain.side_effects import SetLabels
 from orchestrator.domain.snapshot import IssueRef, IssueSnapshot, TrackedIssue
 from orchestrator.domain.workpad import Observation
 from orchestrator.github.errors import RateLimited
@@ -92,14 +93,12 @@ def _same_observation(a: Observation, b: Observation) -> bool:
 def _note_tracker_write(run: _Execution, effect: SideEffect, read: TrackedIssue) -> None:
     """Keep what a done label or close write changed on the issue itself."""
     issue = run.written.get(effect.issue, read)
-    if effect.kind is SideEffectKind.SET_LABELS:
-        target = effect.payload.get("on_number")
-        if isinstance(target, int) and target > 0 and target != effect.issue.number:
+    payload = effect.payload
+    if isinstance(payload, SetLabels):
+        target = payload.on_number
+        if target is not None and target > 0 and target != effect.issue.number:
             return  # a label on the pull request
-        add, remove = effect.payload.get("add"), effect.payload.get("remove")
-        labels = (issue.labels - frozenset(remove if isinstance(remove, tuple) else ())) | (
-            frozenset(add if isinstance(add, tuple) else ())
-        )
+        labels = (issue.labels - frozenset(payload.remove)) | frozenset(payload.add)
         issue = replace(issue, labels=labels)
     elif effect.kind is SideEffectKind.CLOSE_ISSUE:
         issue = replace(issue, is_open=False)

@@ -29,13 +29,14 @@ from typing import Any
 from orchestrator.domain.actions import SideEffect, SideEffectKind, allowed_in
 from orchestrator.domain.phases import RolloutMode
 from orchestrator.domain.record_updates import EffectResult, apply_effect_result, new_record
+from orchestrator.domain.side_effects import CreatePR, UpsertWorkpad, payload_json
 from orchestrator.domain.workpad import parse_workpad, render_workpad
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.logs import get_logger
 from orchestrator.runtime.records import RecordRow, RecordStore
 from orchestrator.runtime.switches import IssueLabels, SwitchBoard
 from orchestrator.runtime.wiring import GitHubAccess, PolicyView
-from orchestrator.runtime.writes import GitHubWrites, WriteTarget, payload_json
+from orchestrator.runtime.writes import GitHubWrites, WriteTarget
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence, FenceLost
 from orchestrator.store.models import SideEffectStatus
@@ -101,9 +102,9 @@ class SideEffectGate:
         if (
             row is not None
             and row.recovery is not None
-            and effect.kind is SideEffectKind.UPSERT_WORKPAD
+            and isinstance(effect.payload, UpsertWorkpad)
         ):
-            effect = _with_recovery_note(effect, row, view)
+            effect = _with_recovery_note(effect, effect.payload, row, view)
         request = _Request(effect, view, row, title, payload_json(effect.payload))
         key = effect.idempotency_key
         kind = effect.kind.value
@@ -329,12 +330,12 @@ def _fields(
 def _facts(effect: SideEffect, result: EffectResult) -> dict[str, Any]:
     """What the write touched, when it names it: the pull request and the branch."""
     payload, data = effect.payload, result.data
-    created = data.get("number") if effect.kind is SideEffectKind.CREATE_PR else None
-    pr = created if created is not None else payload.get("pr_number")
+    created = data.get("number") if isinstance(payload, CreatePR) else None
+    pr = created if created is not None else getattr(payload, "pr_number", None)
     facts: dict[str, Any] = {}
     if isinstance(pr, int):
         facts["pr"] = pr
-    branch = payload.get("branch") or data.get("branch")
+    branch = getattr(payload, "branch", None) or data.get("branch")
     if isinstance(branch, str):
         facts["branch"] = branch
     return facts
@@ -344,19 +345,18 @@ def _is_fresh(read_at: float, max_age_s: float) -> bool:
     return time.monotonic() - read_at <= max_age_s
 
 
-def _with_recovery_note(effect: SideEffect, row: RecordRow, view: PolicyView) -> SideEffect:
+def _with_recovery_note(
+    effect: SideEffect, workpad: UpsertWorkpad, row: RecordRow, view: PolicyView
+) -> SideEffect:
     """The workpad text with the untrusted block's raw text kept under a recovery note."""
-    body = effect.payload.get("body")
     marker = view.flow.workpad_marker
-    if not isinstance(body, str) or row.recovery is None:
+    if row.recovery is None:
         return effect
-    parsed = parse_workpad(body, marker=marker, now=row.record.phase_since)
+    parsed = parse_workpad(workpad.body, marker=marker, now=row.record.phase_since)
     noted = render_workpad(
         parsed.record,
         marker=marker,
         recovery_raw=row.recovery.raw,
         recovery_problem=row.recovery.problem,
     )
-    payload = dict(effect.payload)
-    payload["body"] = noted
-    return replace(effect, payload=MappingProxyType(payload))
+    return replace(effect, payload=replace(workpad, body=noted))

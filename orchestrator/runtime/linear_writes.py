@@ -31,13 +31,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from types import MappingProxyType
 
 from orchestrator.agent import RepoSource
 from orchestrator.domain.actions import SideEffect
 from orchestrator.domain.effects import PHASE_STATE
 from orchestrator.domain.pr_body import ClosingScope
 from orchestrator.domain.record_updates import EffectResult
+from orchestrator.domain.side_effects import (
+    CloseIssue,
+    CreatePR,
+    MergePR,
+    PostComment,
+    SetLabels,
+    UpdatePRBody,
+    UpsertWorkpad,
+)
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.logs import get_logger
 from orchestrator.runtime.wiring import AgentWiring, GitHubAccess, PolicyView
@@ -45,10 +53,7 @@ from orchestrator.runtime.writes import (
     GitHubWrites,
     WriteTarget,
     _failed,
-    _names,
-    _number,
     _ok,
-    _text,
     effect_marker,
 )
 from orchestrator.tracker.linear_approval import LinearApproval, linear_approval
@@ -121,21 +126,18 @@ class LinearWrites(GitHubWrites):
 
     # --------------------------------------------------------- pull requests
 
-    def _create_pr(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
-        body = self._linked_body(_text(effect.payload, "body"), target, view)
-        linked = replace(effect, payload=MappingProxyType({**effect.payload, "body": body}))
+    def _create_pr(self, payload: CreatePR, target: WriteTarget, view: PolicyView) -> EffectResult:
+        linked = replace(payload, body=self._linked_body(payload.body, target, view))
         result = super()._create_pr(linked, target, view)
         url = result.data.get("url")
         if result.ok and isinstance(url, str):
-            title = _text(effect.payload, "title")
-            self.linear.link_pull_request(self._ref(target), url, title)
+            self.linear.link_pull_request(self._ref(target), url, payload.title)
         return result
 
     def _update_pr_body(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+        self, payload: UpdatePRBody, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
-        body = self._linked_body(_text(effect.payload, "body"), target, view)
-        linked = replace(effect, payload=MappingProxyType({**effect.payload, "body": body}))
+        linked = replace(payload, body=self._linked_body(payload.body, target, view))
         # The pull request links the Linear issue; no ``Closes #N`` is added back.
         policy = view.policy
         unclosing = replace(
@@ -152,20 +154,18 @@ class LinearWrites(GitHubWrites):
 
     # ---------------------------------------------------------------- issues
 
-    def _upsert_workpad(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
-    ) -> EffectResult:
-        comment = self.linear.upsert_workpad(self._ref(target), _text(effect.payload, "body"))
+    def _upsert_workpad(self, payload: UpsertWorkpad, target: WriteTarget) -> EffectResult:
+        comment = self.linear.upsert_workpad(self._ref(target), payload.body)
         return _ok(linear_comment_id=comment.id, action="upserted")
 
     def _set_labels(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+        self, payload: SetLabels, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
-        on = effect.payload.get("on_number")
-        if isinstance(on, int) and on > 0 and on != target.number:
-            return super()._set_labels(effect, target, view)  # a label on the pull request
+        on = payload.on_number
+        if on is not None and on > 0 and on != target.number:
+            return super()._set_labels(payload, target, view)  # a label on the pull request
         approval = _approval(view)
-        added, removed = _names(effect.payload, "add"), _names(effect.payload, "remove")
+        added, removed = payload.add, payload.remove
         approving = set(approval.states.values()) | approval.labels
         withdrawn = [label for label in removed if label in approving]
         if withdrawn:
@@ -218,7 +218,7 @@ class LinearWrites(GitHubWrites):
         return _ok(changed=changed + 1, moved_to=str(back))
 
     def _approval_lapsed(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+        self, payload: MergePR, target: WriteTarget, view: PolicyView
     ) -> str | None:
         """Why the approval the plan saw no longer holds (None: it holds), re-read now.
 
@@ -226,14 +226,13 @@ class LinearWrites(GitHubWrites):
         state or added its approval label, and still be trusted; GitHub approvers still
         need write permission, as without Linear.
         """
-        payload = effect.payload
         approval = _approval(view)
-        approvers = _names(payload, "approvers")
-        labels = set(_names(payload, "approval_labels"))
+        approvers = payload.approvers
+        labels = set(payload.approval_labels)
         on_linear = set(approval.states.values()) | approval.labels
         if not any(is_linear_login(login) for login in approvers) and labels.isdisjoint(on_linear):
-            return super()._approval_lapsed(effect, target, view)
-        if payload.get("approval_required") and not approvers:
+            return super()._approval_lapsed(payload, target, view)
+        if payload.approval_required and not approvers:
             return "no approver is recorded for this head"
         evidence = self.linear.approval(self._ref(target), approval, fresh=True)
         trusted = {event.actor.login for event in evidence.events if event.actor.can_write}
@@ -250,18 +249,18 @@ class LinearWrites(GitHubWrites):
                 return f"the approver {login} no longer has write permission"
         if labels:
             present = set(evidence.labels)
-            for number in self._labelled(target, _number(payload, "pr_number")):
+            for number in self._labelled(target, payload.pr_number):
                 present |= gateway.issue_labels(target.repo, number)
             if labels.isdisjoint(present):
                 return "the approval label was removed"
         return None
 
     def _post_comment(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+        self, payload: PostComment, key: str, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
-        marker = effect_marker(effect.idempotency_key)
-        text = _text(effect.payload, "body")
-        if WITHDRAWN in effect.idempotency_key:
+        marker = effect_marker(key)
+        text = payload.body
+        if WITHDRAWN in key:
             # On Linear an approval state is a state: name it, not the label the gates saw.
             for state, label in view.flow.state_labels.items():
                 text = text.replace(f"`{label}`", f"`{state}`")
@@ -270,7 +269,7 @@ class LinearWrites(GitHubWrites):
         return _ok(linear_comment_id=comment_id)
 
     def _close_issue(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+        self, payload: CloseIssue, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
         state = view.policy.merge.completion_state
         self.linear.set_tracker_state(self._ref(target), state)

@@ -22,6 +22,18 @@ from orchestrator.domain.accounts import same_account
 from orchestrator.domain.actions import SideEffect, SideEffectKind
 from orchestrator.domain.record_updates import EffectResult, apply_effect_result
 from orchestrator.domain.review import REVIEW_COMMENT_MARKER
+from orchestrator.domain.side_effects import (
+    CloseIssue,
+    CreatePR,
+    MergePR,
+    PostComment,
+    PushBranch,
+    SetLabels,
+    UpdatePRBody,
+    UpsertReviewComment,
+    UpsertWorkpad,
+    payload_from_json,
+)
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.gateway import carries_marker
@@ -29,7 +41,7 @@ from orchestrator.github.outcomes import PRInfo
 from orchestrator.logs import get_logger
 from orchestrator.runtime.records import RecordStore
 from orchestrator.runtime.wiring import GitHubAccess
-from orchestrator.runtime.writes import effect_marker, payload_from_json
+from orchestrator.runtime.writes import effect_marker
 from orchestrator.store.database import Database
 from orchestrator.store.models import SideEffect as OutboxRow
 
@@ -61,14 +73,11 @@ def _ok(**data: str | int | None) -> EffectResult:
 
 def _on_the_issue(effect: SideEffect) -> bool:
     """Whether the effect writes to the issue itself (not its branch or pull request)."""
-    if effect.kind is SideEffectKind.SET_LABELS:
-        on = effect.payload.get("on_number")
-        return not (isinstance(on, int) and on > 0 and on != effect.issue.number)
-    return effect.kind in (
-        SideEffectKind.UPSERT_WORKPAD,
-        SideEffectKind.POST_COMMENT,
-        SideEffectKind.CLOSE_ISSUE,
-    )
+    payload = effect.payload
+    if isinstance(payload, SetLabels):
+        on = payload.on_number
+        return not (on is not None and on > 0 and on != effect.issue.number)
+    return isinstance(payload, UpsertWorkpad | PostComment | CloseIssue)
 
 
 class IntentChecker:
@@ -79,47 +88,49 @@ class IntentChecker:
 
     def confirm(self, effect: SideEffect, pr_number: int | None) -> EffectResult | None:
         """The effect's result if GitHub shows it happened; None when it cannot be confirmed."""
-        checks: dict[SideEffectKind, Callable[[SideEffect, int | None], EffectResult | None]] = {
-            SideEffectKind.CREATE_PR: self._pull_request,
-            SideEffectKind.PUSH_BRANCH: self._branch,
-            SideEffectKind.UPSERT_WORKPAD: self._workpad,
-            SideEffectKind.UPSERT_REVIEW_COMMENT: self._review_comment,
-            SideEffectKind.POST_COMMENT: self._posted_comment,
-            SideEffectKind.MERGE_PR: self._merge,
-            SideEffectKind.CLOSE_ISSUE: self._closed,
-            SideEffectKind.SET_LABELS: self._labels,
-            SideEffectKind.UPDATE_PR_BODY: self._pr_body,
-        }
         if self.github.linear is not None and _on_the_issue(effect):
             # A Linear issue's side (workpad, comment, state, Done) is not GitHub's to show:
             # left unconfirmed, it is planned again, and its writes find before they create.
             return None
-        check = checks.get(effect.kind)
-        return check(effect, pr_number) if check is not None else None
+        repo, key = effect.issue.repo, effect.idempotency_key
+        match effect.payload:
+            case CreatePR() as create:
+                return self._pull_request(repo, create)
+            case PushBranch() as push:
+                return self._branch(repo, push)
+            case UpsertWorkpad() as workpad:
+                return self._comment(repo, effect.issue.number, workpad.marker, workpad.body)
+            case UpsertReviewComment() as review:
+                return self._review_comment(repo, review, key)
+            case PostComment():
+                return self._comment(repo, effect.issue.number, effect_marker(key), None)
+            case MergePR() as merge:
+                return self._merge(repo, merge)
+            case CloseIssue():
+                return _ok(changed=0) if self._issue(effect).get("state") == "closed" else None
+            case SetLabels() as labels:
+                return self._labels(effect, labels)
+            case UpdatePRBody() as update:
+                return self._pr_body(repo, update)
+            case _:
+                return None
 
-    def _text(self, effect: SideEffect, key: str) -> str:
-        value = effect.payload.get(key)
-        return value if isinstance(value, str) else ""
-
-    def _pull_request(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
-        branch = self._text(effect, "branch")
-        for pr in self.github.gateway.find_pr(effect.issue.repo, branch):
+    def _pull_request(self, repo: str, payload: CreatePR) -> EffectResult | None:
+        for pr in self.github.gateway.find_pr(repo, payload.branch):
             if pr.is_open:
                 return _ok(number=pr.number, url=pr.url, head_sha=pr.head_sha)
         return None
 
-    def _branch(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
-        branch = self._text(effect, "branch")
+    def _branch(self, repo: str, payload: PushBranch) -> EffectResult | None:
+        branch = payload.branch
         try:
-            data = self.github.client.request(
-                "GET", f"/repos/{effect.issue.repo}/git/ref/heads/{branch}"
-            ).data
+            data = self.github.client.request("GET", f"/repos/{repo}/git/ref/heads/{branch}").data
         except GitHubError as error:
             if error.status == 404:
                 return None
             raise
         sha = ((data or {}).get("object") or {}).get("sha")
-        if sha == self._text(effect, "head_sha"):
+        if sha == payload.head_sha:
             return _ok(branch=branch, head_sha=sha)
         return None
 
@@ -139,34 +150,19 @@ class IntentChecker:
                 return _ok(comment_id=int(item["id"]))
         return None
 
-    def _workpad(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
-        body = self._text(effect, "body")
-        marker = self._text(effect, "marker")
-        return self._comment(effect.issue.repo, effect.issue.number, marker, body)
-
-    def _review_comment(self, effect: SideEffect, pr: int | None) -> EffectResult | None:
-        number = effect.payload.get("pr_number")
-        if not isinstance(number, int):
-            return None
-        body = self._text(effect, "body")
-        found = self._comment(effect.issue.repo, number, REVIEW_COMMENT_MARKER, body)
+    def _review_comment(
+        self, repo: str, payload: UpsertReviewComment, key: str
+    ) -> EffectResult | None:
+        found = self._comment(repo, payload.pr_number, REVIEW_COMMENT_MARKER, payload.body)
         if found is None:
-            marker = effect_marker(effect.idempotency_key)
-            found = self._comment(effect.issue.repo, number, marker, None)
+            found = self._comment(repo, payload.pr_number, effect_marker(key), None)
         return found
 
-    def _posted_comment(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
-        marker = effect_marker(effect.idempotency_key)
-        return self._comment(effect.issue.repo, effect.issue.number, marker, None)
-
-    def _merge(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
-        number = effect.payload.get("pr_number")
-        if not isinstance(number, int):
-            return None
-        pr = self.github.gateway.get_pr(effect.issue.repo, number)
+    def _merge(self, repo: str, payload: MergePR) -> EffectResult | None:
+        pr = self.github.gateway.get_pr(repo, payload.pr_number)
         if isinstance(pr, RateLimited):
             raise pr
-        if isinstance(pr, PRInfo) and pr.merged and pr.head_sha == self._text(effect, "head_sha"):
+        if isinstance(pr, PRInfo) and pr.merged and pr.head_sha == payload.head_sha:
             return _ok(merge_commit_sha=pr.merge_commit_sha, already=1)
         return None
 
@@ -175,34 +171,26 @@ class IntentChecker:
         data = self.github.client.request("GET", f"/repos/{ref.repo}/issues/{ref.number}").data
         return dict(data or {})
 
-    def _closed(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
-        return _ok(changed=0) if self._issue(effect).get("state") == "closed" else None
-
-    def _labels(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
+    def _labels(self, effect: SideEffect, payload: SetLabels) -> EffectResult | None:
         labels = {str(label["name"]) for label in self._issue(effect).get("labels", [])}
-        add = effect.payload.get("add")
-        remove = effect.payload.get("remove")
-        wanted = set(add) if isinstance(add, tuple) else set()
-        unwanted = set(remove) if isinstance(remove, tuple) else set()
+        wanted, unwanted = set(payload.add), set(payload.remove)
         return _ok() if wanted <= labels and not (unwanted & labels) else None
 
-    def _pr_body(self, effect: SideEffect, _pr: int | None) -> EffectResult | None:
-        number = effect.payload.get("pr_number")
-        if not isinstance(number, int):
-            return None
-        pr = self.github.gateway.get_pr(effect.issue.repo, number)
+    def _pr_body(self, repo: str, payload: UpdatePRBody) -> EffectResult | None:
+        pr = self.github.gateway.get_pr(repo, payload.pr_number)
         if isinstance(pr, RateLimited):
             raise pr
-        if isinstance(pr, PRInfo) and pr.body == self._text(effect, "body"):
+        if isinstance(pr, PRInfo) and pr.body == payload.body:
             return _ok(changed=0, body=pr.body)
         return None
 
 
 def _effect_of(row: OutboxRow) -> SideEffect:
+    """The side effect an outbox entry recorded (raises PayloadError when it does not fit)."""
+    kind = SideEffectKind(row.kind)
     return SideEffect(
         issue=ref_of_key(row.idempotency_key),
-        kind=SideEffectKind(row.kind),
-        payload=MappingProxyType(payload_from_json(row.payload or {})),
+        payload=payload_from_json(kind, row.payload or {}),
         idempotency_key=row.idempotency_key,
     )
 

@@ -8,15 +8,14 @@ expected head SHA, and pushes are fast-forward only from the issue's workspace.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
 
 from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource
 from orchestrator.agent.errors import AgentLayerError, PushRefused
-from orchestrator.domain.actions import PayloadValue, SideEffect, SideEffectKind
+from orchestrator.domain.actions import SideEffect
 from orchestrator.domain.policy import MergeMethod
 from orchestrator.domain.pr_body import (
     ClosingScope,
@@ -27,6 +26,21 @@ from orchestrator.domain.pr_body import (
 from orchestrator.domain.record_updates import EffectResult
 from orchestrator.domain.results import GITHUB_BODY_LIMIT
 from orchestrator.domain.review import REVIEW_COMMENT_MARKER
+from orchestrator.domain.side_effects import (
+    CloseIssue,
+    CreatePR,
+    MarkPRReady,
+    MergePR,
+    PostComment,
+    PushBranch,
+    ReplyThread,
+    RequestReview,
+    ResolveThread,
+    SetLabels,
+    UpdatePRBody,
+    UpsertReviewComment,
+    UpsertWorkpad,
+)
 from orchestrator.domain.snapshot import StoredRecord
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.outcomes import (
@@ -73,25 +87,6 @@ def _lost(identifier: str, head: str, why: str) -> EffectResult:
     return _failed(message, commits_lost=head)
 
 
-def _text(payload: Mapping[str, PayloadValue], key: str) -> str:
-    value = payload.get(key)
-    if not isinstance(value, str):
-        raise ValueError(f"side effect payload has no text {key!r}")
-    return value
-
-
-def _number(payload: Mapping[str, PayloadValue], key: str) -> int:
-    value = payload.get(key)
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"side effect payload has no number {key!r}")
-    return value
-
-
-def _names(payload: Mapping[str, PayloadValue], key: str) -> tuple[str, ...]:
-    value = payload.get(key)
-    return tuple(value) if isinstance(value, tuple) else ()
-
-
 def _problem(value: object) -> EffectResult | None:
     """A helper's refusal as a failed result; a spent budget stops the caller at once."""
     if isinstance(value, RateLimited):
@@ -130,35 +125,50 @@ class GitHubWrites:
         self._source = source
 
     def perform(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
-        handlers: dict[
-            SideEffectKind, Callable[[SideEffect, WriteTarget, PolicyView], EffectResult]
-        ]
-        handlers = {
-            SideEffectKind.PUSH_BRANCH: self._push,
-            SideEffectKind.CREATE_PR: self._create_pr,
-            SideEffectKind.UPDATE_PR_BODY: self._update_pr_body,
-            SideEffectKind.UPSERT_WORKPAD: self._upsert_workpad,
-            SideEffectKind.UPSERT_REVIEW_COMMENT: self._upsert_review_comment,
-            SideEffectKind.SET_LABELS: self._set_labels,
-            SideEffectKind.REPLY_THREAD: self._reply_thread,
-            SideEffectKind.RESOLVE_THREAD: self._resolve_thread,
-            SideEffectKind.REQUEST_REVIEW: self._request_review,
-            SideEffectKind.POST_COMMENT: self._post_comment,
-            SideEffectKind.MARK_PR_READY: self._mark_ready,
-            SideEffectKind.MERGE_PR: self._merge,
-            SideEffectKind.CLOSE_ISSUE: self._close_issue,
-        }
         try:
-            return handlers[effect.kind](effect, target, view)
+            return self._perform(effect, target, view)
         except (GitHubError, AgentLayerError, ValueError, OSError) as error:
             return _failed(f"{type(error).__name__}: {error}")
 
+    def _perform(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
+        key = effect.idempotency_key
+        match effect.payload:
+            case PushBranch() as push:
+                return self._push(push, target, view)
+            case CreatePR() as create:
+                return self._create_pr(create, target, view)
+            case UpdatePRBody() as update:
+                return self._update_pr_body(update, target, view)
+            case UpsertWorkpad() as workpad:
+                return self._upsert_workpad(workpad, target)
+            case UpsertReviewComment() as review:
+                return self._upsert_review_comment(review, key, target, view)
+            case SetLabels() as labels:
+                return self._set_labels(labels, target, view)
+            case ReplyThread() as reply:
+                return self._reply_thread(reply, key, target)
+            case ResolveThread() as resolve:
+                result = self.github.gateway.resolve_thread(resolve.thread_id)
+                return _problem(result) or _ok(resolved=int(bool(result)))
+            case RequestReview() as request:
+                result = self.github.gateway.request_review(
+                    target.repo, request.pr_number, request.reviewers
+                )
+                return _problem(result) or _ok(changed=int(bool(result)))
+            case PostComment() as comment:
+                return self._post_comment(comment, key, target, view)
+            case MarkPRReady() as ready:
+                result = self.github.gateway.mark_ready_for_review(ready.node_id)
+                return _problem(result) or _ok(ready=int(bool(result)))
+            case MergePR() as merge:
+                return self._merge(merge, target, view)
+            case CloseIssue() as close:
+                return self._close_issue(close, target, view)
+
     # ------------------------------------------------------------------- git
 
-    def _push(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
-        payload = effect.payload
-        branch = _text(payload, "branch")
-        head = _text(payload, "head_sha")
+    def _push(self, payload: PushBranch, target: WriteTarget, view: PolicyView) -> EffectResult:
+        branch, head = payload.branch, payload.head_sha
         wiring = self._agents()
         identifier = f"{target.repo}#{target.number}"
         if not wiring.workspaces.exists(identifier):
@@ -191,11 +201,10 @@ class GitHubWrites:
 
     # --------------------------------------------------------- pull requests
 
-    def _create_pr(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
-        payload = effect.payload
+    def _create_pr(self, payload: CreatePR, target: WriteTarget, view: PolicyView) -> EffectResult:
         gateway = self.github.gateway
         settings = view.policy.pr
-        branch = _text(payload, "branch")
+        branch = payload.branch
         if not settings.auto_create:
             found = [pr for pr in gateway.find_pr(target.repo, branch) if pr.is_open]
             if not found:
@@ -204,10 +213,10 @@ class GitHubWrites:
         result = gateway.find_or_create_pr(
             target.repo,
             branch=branch,
-            base=_text(payload, "base"),
-            title=_text(payload, "title"),
-            body=_text(payload, "body"),
-            draft=bool(payload.get("draft")),
+            base=payload.base or "",
+            title=payload.title,
+            body=payload.body,
+            draft=payload.draft,
             closed_pr_policy=settings.closed_pr_policy.value,
         )
         problem = _problem(result)
@@ -222,7 +231,7 @@ class GitHubWrites:
         return self._pr_opened(target, result.pr, view, payload)
 
     def _pr_opened(
-        self, target: WriteTarget, pr: PRInfo, view: PolicyView, payload: Mapping[str, PayloadValue]
+        self, target: WriteTarget, pr: PRInfo, view: PolicyView, payload: CreatePR
     ) -> EffectResult:
         """The opened pull request's facts; its body when it is the one the effect wrote."""
         required = view.policy.pr.required_labels
@@ -232,9 +241,8 @@ class GitHubWrites:
             )
             if problem is not None:
                 return problem
-        body = payload.get("body")
-        ours = isinstance(body, str) and pr.body.strip() == body.strip()
-        notes = "; ".join(_names(payload, "notes")) or None
+        ours = pr.body.strip() == payload.body.strip()
+        notes = "; ".join(payload.notes) or None
         return _ok(
             number=pr.number,
             url=pr.url,
@@ -244,13 +252,11 @@ class GitHubWrites:
         )
 
     def _update_pr_body(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+        self, payload: UpdatePRBody, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
         """Rewrite the description, keeping what people changed since the runtime last wrote it."""
-        number = _number(effect.payload, "pr_number")
-        body = _text(effect.payload, "body")
-        previous = effect.payload.get("previous")
-        notes = list(_names(effect.payload, "notes"))
+        number, body, previous = payload.pr_number, payload.body, payload.previous
+        notes = list(payload.notes)
         written = [body]
 
         def compose(current: str) -> str:
@@ -271,23 +277,8 @@ class GitHubWrites:
             changed=int(bool(result)), body=written[0], notes="; ".join(notes) or None
         )
 
-    def _request_review(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
-    ) -> EffectResult:
-        number = _number(effect.payload, "pr_number")
-        result = self.github.gateway.request_review(
-            target.repo, number, _names(effect.payload, "reviewers")
-        )
-        return _problem(result) or _ok(changed=int(bool(result)))
-
-    def _mark_ready(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
-    ) -> EffectResult:
-        result = self.github.gateway.mark_ready_for_review(_text(effect.payload, "node_id"))
-        return _problem(result) or _ok(ready=int(bool(result)))
-
     def _approval_lapsed(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+        self, payload: MergePR, target: WriteTarget, view: PolicyView
     ) -> str | None:
         """Why the approval the plan saw no longer holds right now (None: it holds).
 
@@ -295,18 +286,17 @@ class GitHubWrites:
         a minute ago no longer approves anything. A label approval needs one of
         its labels still on the issue or the pull request.
         """
-        payload = effect.payload
         gateway = self.github.gateway
-        approvers = _names(payload, "approvers")
-        if payload.get("approval_required") and not approvers:
+        approvers = payload.approvers
+        if payload.approval_required and not approvers:
             return "no approver is recorded for this head"
         for login in approvers:
             if not gateway.can_write(target.repo, login, fresh=True):
                 return f"the approver {login} no longer has write permission"
-        labels = set(_names(payload, "approval_labels"))
+        labels = set(payload.approval_labels)
         if labels:
             present: set[str] = set()
-            for number in self._labelled(target, _number(payload, "pr_number")):
+            for number in self._labelled(target, payload.pr_number):
                 present |= gateway.issue_labels(target.repo, number)
             if labels.isdisjoint(present):
                 return "the approval label was removed"
@@ -316,14 +306,13 @@ class GitHubWrites:
         """The GitHub issue and pull request whose labels may carry an approval."""
         return {target.number, pr_number}
 
-    def _merge(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
-        payload = effect.payload
-        head = _text(payload, "head_sha")
-        lapsed = self._approval_lapsed(effect, target, view)
+    def _merge(self, payload: MergePR, target: WriteTarget, view: PolicyView) -> EffectResult:
+        head = payload.head_sha
+        lapsed = self._approval_lapsed(payload, target, view)
         if lapsed is not None:
             return _failed(f"not merged: {lapsed}")
-        number = _number(payload, "pr_number")
-        method = MergeMethod(_text(payload, "method"))
+        number = payload.pr_number
+        method = MergeMethod(payload.method)
         commit = None
         if method is not MergeMethod.REBASE:
             pr = self.github.gateway.get_pr(target.repo, number)
@@ -361,76 +350,59 @@ class GitHubWrites:
         assert isinstance(result, CommentUpserted)
         return _ok(comment_id=result.comment_id, action=result.action.value)
 
-    def _upsert_workpad(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
-    ) -> EffectResult:
-        payload = effect.payload
-        return self._upsert(
-            target.repo, target.number, _text(payload, "marker"), _text(payload, "body")
-        )
-
     def _upsert_review_comment(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+        self, payload: UpsertReviewComment, key: str, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
-        payload = effect.payload
-        number = _number(payload, "pr_number")
-        body = _text(payload, "body")
+        repo, number, body = target.repo, payload.pr_number, payload.body
         mode = view.policy.pr.review_comment_mode
         if mode is ReviewCommentMode.OFF:
             # The pass is kept in the workpad only; nothing is written on the pull request.
             return _ok()
         if mode is ReviewCommentMode.CREATE:
-            marker = effect_marker(effect.idempotency_key)
-            return self._upsert(target.repo, number, marker, f"{body}\n\n{marker}")
-        return self._upsert(target.repo, number, REVIEW_COMMENT_MARKER, body)
+            marker = effect_marker(key)
+            return self._upsert(repo, number, marker, f"{body}\n\n{marker}")
+        return self._upsert(repo, number, REVIEW_COMMENT_MARKER, body)
+
+    def _upsert_workpad(self, payload: UpsertWorkpad, target: WriteTarget) -> EffectResult:
+        return self._upsert(target.repo, target.number, payload.marker, payload.body)
 
     def _post_comment(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+        self, payload: PostComment, key: str, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
-        marker = effect_marker(effect.idempotency_key)
-        body = f"{_text(effect.payload, 'body')}\n\n{marker}"
-        return self._upsert(target.repo, target.number, marker, body)
+        marker = effect_marker(key)
+        return self._upsert(target.repo, target.number, marker, f"{payload.body}\n\n{marker}")
 
     # --------------------------------------------------------------- threads
 
-    def _reply_thread(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
-    ) -> EffectResult:
+    def _reply_thread(self, payload: ReplyThread, key: str, target: WriteTarget) -> EffectResult:
         number = target.pr_number
         if number is None:
             return _failed("no pull request is recorded for this issue")
-        marker = effect_marker(effect.idempotency_key)
-        body = f"{_text(effect.payload, 'body')}\n\n{marker}"
+        marker = effect_marker(key)
+        body = f"{payload.body}\n\n{marker}"
         result = self.github.gateway.reply_to_thread(
-            target.repo, number, _text(effect.payload, "thread_id"), body, marker
+            target.repo, number, payload.thread_id, body, marker
         )
         return _problem(result) or _ok(reply_id=str(result))
-
-    def _resolve_thread(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
-    ) -> EffectResult:
-        result = self.github.gateway.resolve_thread(_text(effect.payload, "thread_id"))
-        return _problem(result) or _ok(resolved=int(bool(result)))
 
     # ---------------------------------------------------------------- issues
 
     def _set_labels(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+        self, payload: SetLabels, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
         # A label on the pull request (``on_number``) or, by default, on the issue.
-        number = effect.payload.get("on_number")
+        number = payload.on_number
         result = self.github.gateway.set_issue_labels(
             target.repo,
-            number if isinstance(number, int) and number > 0 else target.number,
-            add=_names(effect.payload, "add"),
-            remove=_names(effect.payload, "remove"),
+            number if number is not None and number > 0 else target.number,
+            add=payload.add,
+            remove=payload.remove,
         )
         return _problem(result) or _ok()
 
     def _close_issue(
-        self, effect: SideEffect, target: WriteTarget, view: PolicyView
+        self, payload: CloseIssue, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
-        reason = effect.payload.get("reason")
         gateway = self.github.gateway
         # A completion state with a label of its own (merge.completion_state) is shown first.
         labels = view.policy.tracker.state_labels
@@ -442,25 +414,5 @@ class GitHubWrites:
             )
             if problem is not None:
                 return problem
-        result = gateway.close_issue(
-            target.repo, target.number, reason if isinstance(reason, str) else "completed"
-        )
+        result = gateway.close_issue(target.repo, target.number, payload.reason)
         return _problem(result) or _ok(changed=int(bool(result)))
-
-
-def payload_json(payload: Mapping[str, PayloadValue]) -> dict[str, Any]:
-    """A side effect's payload as JSON for the outbox (tuples become lists)."""
-    return {
-        key: list(value) if isinstance(value, tuple) else value for key, value in payload.items()
-    }
-
-
-def payload_from_json(document: Mapping[str, Any]) -> dict[str, PayloadValue]:
-    """The payload stored in the outbox as the domain's values again (lists become tuples)."""
-    payload: dict[str, PayloadValue] = {}
-    for key, value in document.items():
-        if isinstance(value, list):
-            payload[key] = tuple(str(item) for item in value)
-        elif value is None or isinstance(value, str | int | bool):
-            payload[key] = value
-    return payload

@@ -41,9 +41,9 @@ def test_a_label_given_before_the_head_moved_is_removed_and_a_new_approval_asked
         for e in found
         if e.kind is SideEffectKind.SET_LABELS and "stale-approval" in e.idempotency_key
     ]
-    assert [(e.payload["remove"], e.payload["on_number"]) for e in removals] == [((APPROVAL,), 1)]
+    assert [(e.payload.remove, e.payload.on_number) for e in removals] == [((APPROVAL,), 1)]
     asks = [e for e in found if e.kind is SideEffectKind.POST_COMMENT]
-    assert len(asks) == 1 and HEAD_B[:12] in str(asks[0].payload["body"])
+    assert len(asks) == 1 and HEAD_B[:12] in str(asks[0].payload.body)
     assert asks[0].idempotency_key.endswith(f"approval-withdrawn:{HEAD_B}")
 
 
@@ -58,7 +58,7 @@ def test_a_stale_label_on_the_pull_request_is_removed_there() -> None:
         for e in effects_of(run_plan(make_snapshot(item)))
         if e.kind is SideEffectKind.SET_LABELS and "stale-approval" in e.idempotency_key
     ]
-    assert [e.payload["on_number"] for e in removals] == [10]
+    assert [e.payload.on_number for e in removals] == [10]
 
 
 def test_a_label_given_after_the_head_is_kept() -> None:

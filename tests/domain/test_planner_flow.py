@@ -30,6 +30,7 @@ from orchestrator.domain.record_updates import (
     record_outcome,
 )
 from orchestrator.domain.results import FixStatus
+from orchestrator.domain.side_effects import MergePR, PushBranch
 from orchestrator.domain.snapshot import (
     ChecksSummary,
     IssueSnapshot,
@@ -217,9 +218,7 @@ def test_rework_outcomes_feed_the_bounce_history() -> None:
 
 def test_effect_results_update_the_record_only_when_they_succeed() -> None:
     record = new_record(Phase.MERGING, EARLIER)
-    merge = SideEffect(
-        ref(), SideEffectKind.MERGE_PR, {"head_sha": HEAD_A, "pr_number": 10}, "k-merge"
-    )
+    merge = SideEffect(ref(), MergePR(pr_number=10, head_sha=HEAD_A, method="squash"), "k-merge")
     failed = apply_effect_result(record, merge, EffectResult(ok=False, error="409"), NOW)
     assert failed.workpad.merge.last_failure_reason == "409"
     assert failed.workpad.merge.last_attempted_head_sha == HEAD_A
@@ -235,9 +234,7 @@ def test_effect_results_update_the_record_only_when_they_succeed() -> None:
 def test_a_refused_push_fails_its_turn_with_the_reason_and_the_phase_runs_again() -> None:
     turn = make_outcome(Phase.IMPLEMENTING, head_before=None, head_after=HEAD_B)
     record = make_record(Phase.IMPLEMENTING, last_outcome=turn, workpad={"pr": None})
-    push = SideEffect(
-        ref(), SideEffectKind.PUSH_BRANCH, {"head_sha": HEAD_B, "branch": "b"}, "k-push"
-    )
+    push = SideEffect(ref(), PushBranch(branch="b", head_sha=HEAD_B), "k-push")
     reason = "refusing to push bbbb: the commit bbbb says 'Closes acme/gadgets#1'"
     refused = apply_effect_result(
         record, push, EffectResult(ok=False, error=reason, data={"push_refused": HEAD_B}), NOW
@@ -328,7 +325,7 @@ class Walk:
     def effect(self, effect: SideEffect) -> EffectResult:
         payload = effect.payload
         if effect.kind is SideEffectKind.PUSH_BRANCH:
-            self.remote = str(payload["head_sha"])
+            self.remote = str(payload.head_sha)
             if self.pr is not None:
                 self.pr = replace(self.pr, head_sha=self.remote, checks=None, updated_at=self.now)
         elif effect.kind is SideEffectKind.CREATE_PR:
@@ -338,9 +335,9 @@ class Walk:
             )
             return EffectResult(ok=True, data={"number": 10, "url": "https://x/pull/10"})
         elif effect.kind is SideEffectKind.MERGE_PR:
-            assert self.pr is not None and self.pr.head_sha == payload["head_sha"]
+            assert self.pr is not None and self.pr.head_sha == payload.head_sha
             self.pr = replace(self.pr, status=PRStatus.MERGED, merge_commit_sha="f" * 40)
-            self.log.append(f"merge {str(payload['head_sha'])[:4]}")
+            self.log.append(f"merge {str(payload.head_sha)[:4]}")
             return EffectResult(ok=True, data={"merge_commit_sha": "f" * 40})
         elif effect.kind is SideEffectKind.CLOSE_ISSUE:
             self.issue = replace(self.issue, is_open=False)

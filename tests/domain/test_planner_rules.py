@@ -1116,8 +1116,8 @@ def test_every_allowed_transition_is_taken_by_a_rule() -> None:
 def test_merge_effect_carries_the_expected_head_and_method() -> None:
     actions = run_plan(make_snapshot(make_item(Phase.MERGING, issue=approved_issue())))
     [merge] = [e for e in effects_of(actions) if e.kind is K.MERGE_PR]
-    assert merge.payload["head_sha"] == HEAD_A
-    assert merge.payload["method"] == "squash"
+    assert merge.payload.head_sha == HEAD_A
+    assert merge.payload.method == "squash"
     assert merge.idempotency_key == f"acme/app#1:merge_pr:{HEAD_A}"
 
 
@@ -1136,13 +1136,13 @@ def test_approval_labels_are_never_removed_by_state_labels() -> None:
     item = make_item(Phase.READY_TO_MERGE, issue=approved_issue())
     actions = run_plan(make_snapshot(item), make_policy(rollout_mode=RolloutMode.MUTATE))
     [labels] = [e for e in effects_of(actions) if e.kind is K.SET_LABELS]
-    assert labels.payload["add"] == ("state:in-review",)
-    assert "state:merging" not in labels.payload["remove"]  # type: ignore[operator]
+    assert labels.payload.add == ("state:in-review",)
+    assert "state:merging" not in labels.payload.remove
 
 
 def test_stale_state_labels_are_replaced() -> None:
     issue = make_issue(labels=OWNED | {"state:todo", "state:in-progress"})
     actions = run_plan(make_snapshot(make_item(Phase.REWORK, issue=issue)))
     [labels] = [e for e in effects_of(actions) if e.kind is K.SET_LABELS]
-    assert labels.payload["add"] == ("state:rework",)
-    assert labels.payload["remove"] == ("state:in-progress", "state:todo")
+    assert labels.payload.add == ("state:rework",)
+    assert labels.payload.remove == ("state:in-progress", "state:todo")

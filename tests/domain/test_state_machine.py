@@ -235,7 +235,7 @@ class PlannerMachine(RuleBasedStateMachine):
     def _check_merge(
         self, action: SideEffect, pr: PullRequest | None, record: StoredRecord | None
     ) -> None:
-        head = action.payload["head_sha"]
+        head = action.payload.head_sha
         assert pr is not None and pr.status is PRStatus.OPEN
         assert head == pr.head_sha, "merge of a head that is not the current one"
         summary = self.world.checks.get(head)
@@ -286,7 +286,7 @@ class PlannerMachine(RuleBasedStateMachine):
         world.outbox.add(effect.idempotency_key)
         kind = effect.kind
         if kind is SideEffectKind.PUSH_BRANCH:
-            head = str(payload["head_sha"])
+            head = str(payload.head_sha)
             world.remote_head = head
             if world.pr is not None and world.pr.status is PRStatus.OPEN:
                 world.pr = replace(world.pr, head_sha=head)
@@ -295,14 +295,14 @@ class PlannerMachine(RuleBasedStateMachine):
                 world.pr = PullRequest(10, "https://x/pull/10", world.remote_head, mergeable=True)
             return self._repeat_result(effect)
         elif kind is SideEffectKind.MERGE_PR:
-            return self._merge(str(payload["head_sha"]))
+            return self._merge(str(payload.head_sha))
         elif kind is SideEffectKind.CLOSE_ISSUE:
             world.issue_open = False
         elif kind is SideEffectKind.SET_LABELS:
-            world.labels -= set(payload["remove"] or ())  # type: ignore[arg-type]
-            world.labels |= set(payload["add"] or ())  # type: ignore[arg-type]
+            world.labels -= set(payload.remove)
+            world.labels |= set(payload.add)
         elif kind in (SideEffectKind.REPLY_THREAD, SideEffectKind.RESOLVE_THREAD):
-            self._answer_thread(str(payload["thread_id"]), kind is SideEffectKind.RESOLVE_THREAD)
+            self._answer_thread(str(payload.thread_id), kind is SideEffectKind.RESOLVE_THREAD)
         elif kind is SideEffectKind.UPSERT_REVIEW_COMMENT:
             return EffectResult(ok=True, data={"comment_id": 5})
         return EffectResult(ok=True)

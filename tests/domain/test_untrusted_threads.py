@@ -278,7 +278,7 @@ def _rework_effects(act_on: ReviewActOn) -> dict[str, set[SideEffectKind]]:
     )
     found: dict[str, set[SideEffectKind]] = {}
     for effect in effects_of(run_plan(make_snapshot(item), policy(act_on))):  # type: ignore[arg-type]
-        thread_id = effect.payload.get("thread_id")
+        thread_id = getattr(effect.payload, "thread_id", None)
         if isinstance(thread_id, str):
             found.setdefault(thread_id, set()).add(effect.kind)
     return found
@@ -307,8 +307,8 @@ def test_the_reader_is_not_asked_to_review_again() -> None:
     )
     actions = run_plan(make_snapshot(item), policy(WRITERS))
     [ask] = [e for e in effects_of(actions) if e.kind is SideEffectKind.REQUEST_REVIEW]  # type: ignore[arg-type]
-    assert READER.login not in ask.payload["reviewers"]
-    assert HUMAN.login in ask.payload["reviewers"]
+    assert READER.login not in ask.payload.reviewers
+    assert HUMAN.login in ask.payload.reviewers
     [observe] = observes(actions)  # type: ignore[arg-type]
     assert "not answering thread(s) the turn was not given: R1" in (
         observe.observation.next_intended_action

@@ -6,9 +6,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from orchestrator.domain.actions import SideEffectKind, Transition, side_effect
+from orchestrator.domain.actions import Transition, side_effect
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import FlowPolicy
+from orchestrator.domain.side_effects import CloseIssue, UpsertWorkpad
 from orchestrator.domain.snapshot import (
     IssueRef,
     IssueSnapshot,
@@ -72,9 +73,9 @@ def test_stale_turns(situation: Snapshot, reason: str | None) -> None:
 
 def test_the_workpad_is_rewritten_before_the_issue_is_closed() -> None:
     other = IssueRef("acme/app", 8)
-    close = side_effect(REF, SideEffectKind.CLOSE_ISSUE, "merged:x", reason="completed")
-    workpad = side_effect(REF, SideEffectKind.UPSERT_WORKPAD, "d1", marker="#", body="#")
-    other_workpad = side_effect(other, SideEffectKind.UPSERT_WORKPAD, "d2", marker="#", body="#")
+    close = side_effect(REF, "merged:x", CloseIssue(pr_number=10, reason="completed"))
+    workpad = side_effect(REF, "d1", UpsertWorkpad(marker="#", heading="#", body="#"))
+    other_workpad = side_effect(other, "d2", UpsertWorkpad(marker="#", heading="#", body="#"))
     move = Transition(other, Phase.MERGING, Phase.DONE, "merge confirmed")
     ordered = workpad_before_close([close, move, other_workpad, workpad])
     assert ordered == [workpad, close, move, other_workpad]

@@ -15,6 +15,7 @@ import pytest
 
 from orchestrator.domain.actions import SideEffect, SideEffectKind, idempotency_key
 from orchestrator.domain.phases import Phase
+from orchestrator.domain.side_effects import PAYLOAD_TYPES
 from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator.domain.workpad import WORKPAD_COMMENT_MARKER
 from orchestrator.github.accounting import Accounting
@@ -99,8 +100,16 @@ def _workpad(text: str) -> str:
     return f"{WORKPAD_COMMENT_MARKER}\n## Orchestrator Workpad\n\n{text}\n"
 
 
+# What the planner always fills in, where a test does not care.
+_DEFAULTS: dict[SideEffectKind, dict[str, object]] = {
+    SideEffectKind.UPSERT_WORKPAD: {"marker": WORKPAD_COMMENT_MARKER, "heading": "## Workpad"},
+    SideEffectKind.CLOSE_ISSUE: {"pr_number": 10},
+}
+
+
 def _effect(kind: SideEffectKind, key: str, **payload: object) -> SideEffect:
-    return SideEffect(ISSUE_1, kind, payload, key)  # type: ignore[arg-type]
+    values = {**_DEFAULTS.get(kind, {}), **payload}
+    return SideEffect(ISSUE_1, PAYLOAD_TYPES[kind](**values), key)  # type: ignore[arg-type]
 
 
 def _target() -> WriteTarget:
