@@ -102,7 +102,7 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 bench: $(STAMP) postgres-server agents
-	bash tests/support/with-postgres.sh $(BIN)/python -m orchestrator.bench
+	bash tests/support/with-postgres.sh $(BIN)/python -m benchmarks.run_all
 	@echo "== real agent CLIs: labelled issue to blocked when the model API fails (tests.support.agent_failure_bench)"
 	$(BIN)/python -m tests.support.agent_failure_bench
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from orchestrator.domain import bench
+from benchmarks import planner as planner_bench
 from orchestrator.domain.actions import (
     Action,
     Dispatch,
@@ -131,7 +131,7 @@ def test_cancellations_come_first_and_observations_last() -> None:
 
 
 def test_planning_twice_gives_identical_actions_and_keys() -> None:
-    snapshot = bench.build_snapshot(300, make_policy(max_concurrent_agents=20))
+    snapshot = planner_bench.build_snapshot(300, make_policy(max_concurrent_agents=20))
     first = plan(snapshot, make_policy(max_concurrent_agents=20), NOW)
     second = plan(snapshot, make_policy(max_concurrent_agents=20), NOW)
     assert first == second
@@ -432,7 +432,7 @@ def test_a_run_in_mutate_mode_stops_before_merging() -> None:
 
 
 def test_bench_prints_its_figures(capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench.main(["--issues", "200", "--runs", "1"]) == 0
+    assert planner_bench.main(["--issues", "200", "--runs", "1"]) == 0
     out = capsys.readouterr().out
     assert "issues: 200" in out
     assert "plan() cold:" in out and "plan() steady:" in out

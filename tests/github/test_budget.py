@@ -6,8 +6,8 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from benchmarks.github_budget import measure
 from orchestrator.domain.snapshot import Actor
-from orchestrator.github.bench import measure
 from orchestrator.github.client import GitHubClient
 from orchestrator.github.prstate import SETTLE_S, PRStatePoller
 from orchestrator.sim.testing import SimWorld, running_world

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.runtime import cluster_bench
+from benchmarks import cluster as cluster_bench
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """One daemon and 1,000 issues waiting for a human: no change missed, the budget kept.
 
-The world is the scale benchmark's (orchestrator.runtime.scale_world): one issue
+The world is the scale benchmark's (benchmarks.scale_world): one issue
 brought to waiting for a human by the real flow, 999 more seeded like it. The
 daemon runs as ``orchestrator run``. Everything here is counted in ticks and
 units, never in seconds.
@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.domain.snapshot import IssueRef
-from orchestrator.runtime.records import RecordStore
-from orchestrator.runtime.scale_world import (
+from benchmarks.scale_world import (
     APPROVAL,
     CHECK,
     DaemonProcess,
@@ -25,6 +23,8 @@ from orchestrator.runtime.scale_world import (
     wait_for,
     write_policy,
 )
+from orchestrator.domain.snapshot import IssueRef
+from orchestrator.runtime.records import RecordStore
 from orchestrator.runtime.sweep import DEFAULT_SWEEP_SPREAD
 from orchestrator.sim.testing import running_world
 from orchestrator.store.database import Database

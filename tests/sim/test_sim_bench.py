@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.sim import bench
+from benchmarks import emulator
 
 
 def test_the_benchmark_prints_each_route_at_each_size(capsys: pytest.CaptureFixture[str]) -> None:
-    bench.main(["--seconds", "0.05", "--scale", "120,250", "--route-seconds", "0.05"])
+    emulator.main(["--seconds", "0.05", "--scale", "120,250", "--route-seconds", "0.05"])
     printed = capsys.readouterr().out
     assert "GET /user, 1 client" in printed
     for label in (

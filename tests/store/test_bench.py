@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.store import bench
+from benchmarks import store as store_bench
 
 
 def test_store_bench_prints_every_figure(capsys: pytest.CaptureFixture[str]) -> None:
-    assert bench.main(["--issues", "40", "--runs", "2"]) == 0
+    assert store_bench.main(["--issues", "40", "--runs", "2"]) == 0
 
     out = capsys.readouterr().out
     for figure in (

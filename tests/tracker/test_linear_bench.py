@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from orchestrator.tracker import linear_bench
+from benchmarks import linear_budget
 
 
 def test_the_bench_prints_each_kind_of_poll_at_twenty_issues(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    assert linear_bench.main(["--issues", "20", "--quiet", "2", "--changing", "2"]) == 0
+    assert linear_budget.main(["--issues", "20", "--quiet", "2", "--changing", "2"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  ")]
     assert [line.split(":")[0].strip() for line in lines] == [
         "first read",
@@ -25,4 +25,4 @@ def test_the_bench_prints_each_kind_of_poll_at_twenty_issues(
 
 def test_the_bench_refuses_a_size_it_cannot_measure() -> None:
     with pytest.raises(SystemExit):
-        linear_bench.main(["--issues", "1"])
+        linear_budget.main(["--issues", "1"])

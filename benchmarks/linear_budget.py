@@ -1,6 +1,6 @@
 """What polling Linear costs per cycle, counted by the emulator's rate limits in Linear's units.
 
-``python -m orchestrator.tracker.linear_bench [--issues N] [--quiet Q] [--changing C]``
+``python -m benchmarks.linear_budget [--issues N] [--quiet Q] [--changing C]``
 seeds N issues in active states (labelled ``agent``) in a fresh emulator's
 Linear workspace, then polls them with the product's `LinearTracker` as the
 daemon does each tick: the first (full) read, Q quiet polls, C polls after
@@ -214,7 +214,7 @@ def _requests(count: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the Linear polling cost of N issues (default 1,000)."""
-    parser = argparse.ArgumentParser(prog="python -m orchestrator.tracker.linear_bench")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.linear_budget")
     parser.add_argument("--issues", type=int, default=1000)
     parser.add_argument("--quiet", type=int, default=10, help="quiet polls to average")
     parser.add_argument("--changing", type=int, default=10, help="polls with edits to average")

@@ -1,4 +1,4 @@
-"""Benchmark of the daemon's reaction times: ``python -m orchestrator.runtime.bench``.
+"""Benchmark of the daemon's reaction times: ``python -m benchmarks.reaction``.
 
 It starts the GitHub emulator and a daemon with 1 s polling in this process,
 with the scripted agent, and measures two latencies a human notices:
@@ -25,10 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks.scale_world import APPROVAL, CHECK, OWNER, write_policy
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.logs import configure_logging
 from orchestrator.runtime.daemon import Daemon
-from orchestrator.runtime.scale_world import APPROVAL, CHECK, OWNER, write_policy
 from orchestrator.sim.testing import SimWorld, running_world
 
 INTERVAL_MS = 1_000

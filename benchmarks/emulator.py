@@ -1,6 +1,6 @@
 """Benchmark: how many requests per second the emulator serves, small and at scale.
 
-Run ``python -m orchestrator.sim.bench``. It starts an emulator in this process
+Run ``python -m benchmarks.emulator``. It starts an emulator in this process
 and sends requests over keep-alive connections, then prints the figures; it
 asserts nothing. First simple authenticated GETs (one client, then several in
 threads); then, in scale mode, two repositories seeded through the control

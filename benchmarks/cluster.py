@@ -1,4 +1,4 @@
-"""Benchmark of a cluster of replicas: ``python -m orchestrator.runtime.cluster_bench``.
+"""Benchmark of a cluster of replicas: ``python -m benchmarks.cluster``.
 
 It needs a PostgreSQL server (``ORCHESTRATOR_TEST_PG_URL``; ``make bench``
 starts a throwaway one) and creates a fresh database on it for each scene. It

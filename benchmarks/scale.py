@@ -1,10 +1,10 @@
 """Benchmark: one daemon watching thousands of issues.
 
-Run ``python -m orchestrator.runtime.scale_bench``.
+Run ``python -m benchmarks.scale``.
 
 For each size (1,000 and 10,000 by default) it builds a world of labelled issues,
 each with a pull request whose head is green and which waits for a human (see
-:mod:`orchestrator.runtime.scale_world`), runs the real daemon (``orchestrator
+:mod:`benchmarks.scale_world`), runs the real daemon (``orchestrator
 run``, its own process, SQLite) against the emulator and prints:
 
 - idle tick time (min, median, max) once a whole pass of the passive sweep is done;
@@ -42,9 +42,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from orchestrator.domain.snapshot import IssueRef
-from orchestrator.runtime.records import RecordStore
-from orchestrator.runtime.scale_world import (
+from benchmarks.scale_world import (
     APPROVAL,
     CHECK,
     OWNER,
@@ -57,6 +55,8 @@ from orchestrator.runtime.scale_world import (
     wait_for,
     write_policy,
 )
+from orchestrator.domain.snapshot import IssueRef
+from orchestrator.runtime.records import RecordStore
 from orchestrator.runtime.sweep import DEFAULT_SWEEP_SPREAD
 from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store.database import Database

@@ -1,6 +1,6 @@
 """What polling pull requests costs, counted by the emulator's billing with GitHub's formula.
 
-``python -m orchestrator.github.bench [--prs N]`` opens N issues with a pull
+``python -m benchmarks.github_budget [--prs N]`` opens N issues with a pull
 request each on a fresh emulator, then polls them as the daemon does (the
 candidate list with an ETag, the fingerprints, the full state of what changed)
 and prints the units of a first poll, of an unchanged poll, of a poll after one
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     """Print the poll budget of N pull requests (default 200)."""
     from orchestrator.sim.testing import running_world
 
-    parser = argparse.ArgumentParser(prog="python -m orchestrator.github.bench")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.github_budget")
     parser.add_argument("--prs", type=int, default=200)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp, running_world(Path(tmp) / "sim") as world:

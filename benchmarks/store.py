@@ -1,4 +1,4 @@
-"""Benchmark of the store on the tick's path: ``python -m orchestrator.store.bench``.
+"""Benchmark of the store on the tick's path: ``python -m benchmarks.store``.
 
 It fills a fresh SQLite database (and a PostgreSQL one when
 ``ORCHESTRATOR_TEST_PG_URL`` is set) with 10,000 tracked issues in mixed phases
@@ -36,12 +36,12 @@ from typing import Any
 
 from sqlalchemy import insert
 
-from orchestrator.domain.bench import build_snapshot
+from benchmarks.cluster import scratch_database
+from benchmarks.planner import build_snapshot
 from orchestrator.domain.phases import Phase, RolloutMode
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.snapshot import StoredRecord
 from orchestrator.github import prstate
-from orchestrator.runtime.cluster_bench import scratch_database
 from orchestrator.runtime.records import RecordStore, record_columns
 from orchestrator.store import migrate
 from orchestrator.store.database import Database
@@ -296,10 +296,10 @@ def hold(url: str) -> None:
 
 def _bench_memory(url: str) -> None:
     # The child imports this very package, wherever it was run from.
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(Path(__file__).resolve().parents[1])
     path = os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     done = subprocess.run(
-        [sys.executable, "-m", "orchestrator.store.bench", "--hold", url],
+        [sys.executable, "-m", "benchmarks.store", "--hold", url],
         capture_output=True,
         text=True,
         check=False,
@@ -340,7 +340,7 @@ def run(url: str, count: int, runs: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the figures on SQLite, and on PostgreSQL when ORCHESTRATOR_TEST_PG_URL is set."""
-    parser = argparse.ArgumentParser(prog="python -m orchestrator.store.bench")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.store")
     parser.add_argument("--issues", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--hold", metavar="URL", help=argparse.SUPPRESS)

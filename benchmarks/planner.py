@@ -1,4 +1,4 @@
-"""Benchmark of the planner: ``python -m orchestrator.domain.bench`` prints plan() times.
+"""Benchmark of the planner: ``python -m benchmarks.planner`` prints plan() times.
 
 It builds a deterministic snapshot of 10,000 tracked issues spread over every
 phase, with pull requests, checks, threads, outcomes and running agents, and
@@ -227,7 +227,7 @@ def _time_ms(snapshot: Snapshot, policy: FlowPolicy, runs: int) -> tuple[float, 
 
 def main(argv: list[str] | None = None) -> int:
     """Print plan() timings for a mixed snapshot (10,000 issues unless told otherwise)."""
-    parser = argparse.ArgumentParser(prog="python -m orchestrator.domain.bench")
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.planner")
     parser.add_argument("--issues", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args(argv)
