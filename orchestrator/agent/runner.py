@@ -53,7 +53,7 @@ from orchestrator.agent.snapshot import HeadSnapshot, take_snapshot
 from orchestrator.agent.turn import TurnOutcome, TurnRequest, TurnResult
 from orchestrator.agent.workspace import RESULT_DIR
 from orchestrator.agent.workspace_git import WorkspaceGit
-from orchestrator.domain.results import ResultError, ResultErrorKind
+from orchestrator.domain.agent_files.errors import ResultError, ResultErrorKind
 from orchestrator.logs import get_logger, redact_text
 
 log = get_logger(__name__)

@@ -17,9 +17,9 @@ from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource
 from orchestrator.agent.errors import AgentLayerError
 from orchestrator.domain.actions import PayloadValue, SideEffect, SideEffectKind
+from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
 from orchestrator.domain.pr_body import closes_tracked, merge_human_edits
 from orchestrator.domain.record_updates import EffectResult
-from orchestrator.domain.results import GITHUB_BODY_LIMIT
 from orchestrator.domain.review import REVIEW_COMMENT_MARKER
 from orchestrator.domain.snapshot import StoredRecord
 from orchestrator.github.errors import GitHubError, RateLimited

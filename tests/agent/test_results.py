@@ -14,7 +14,7 @@ from orchestrator.agent.results import (
     read_file_limited,
     read_results,
 )
-from orchestrator.domain.results import HeadMismatch, ResultError, ResultErrorKind
+from orchestrator.domain.agent_files.errors import HeadMismatch, ResultError, ResultErrorKind
 
 HEAD = "a" * 40
 OTHER = "b" * 40

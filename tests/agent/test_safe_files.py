@@ -26,7 +26,7 @@ from orchestrator.agent.safe_files import (
     read_file,
     write_file,
 )
-from orchestrator.domain.results import ResultErrorKind
+from orchestrator.domain.agent_files.errors import ResultErrorKind
 
 from .conftest import Harness
 

@@ -16,6 +16,7 @@ from orchestrator.domain.actions import (
     SideEffectKind,
     Transition,
 )
+from orchestrator.domain.agent_files.fix_summary import FixStatus
 from orchestrator.domain.phases import Phase, RolloutMode, WaitingReason
 from orchestrator.domain.planner import plan
 from orchestrator.domain.policy import FlowPolicy, MergePolicy, ReviewPolicy
@@ -28,7 +29,6 @@ from orchestrator.domain.record_updates import (
     new_record,
     record_outcome,
 )
-from orchestrator.domain.results import FixStatus
 from orchestrator.domain.snapshot import (
     ChecksSummary,
     IssueSnapshot,

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from orchestrator.domain.policy import ReviewPolicy
-from orchestrator.domain.results import (
+from orchestrator.domain.agent_files.fix_summary import (
     FixEntry,
     FixStatus,
     FixSummary,
     FixTargetKind,
-    Review,
-    Severity,
 )
+from orchestrator.domain.agent_files.review import Review, Severity
+from orchestrator.domain.policy import ReviewPolicy
 from orchestrator.domain.review import (
     FixProof,
     bounce_counts,

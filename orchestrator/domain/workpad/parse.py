@@ -15,8 +15,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import TypeVar
 
+from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT as GITHUB_COMMENT_LIMIT
 from orchestrator.domain.phases import GateValue, Phase, RolloutMode, WaitingReason
-from orchestrator.domain.results import GITHUB_BODY_LIMIT as GITHUB_COMMENT_LIMIT
 from orchestrator.domain.safe_yaml import YamlProblem, YamlValue, load_plain_yaml
 from orchestrator.domain.workpad.record import (
     ROOT_KEY,

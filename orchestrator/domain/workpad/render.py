@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime
 from enum import StrEnum
 
-from orchestrator.domain.results import GITHUB_BODY_LIMIT as GITHUB_COMMENT_LIMIT
+from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT as GITHUB_COMMENT_LIMIT
 from orchestrator.domain.workpad.record import ROOT_KEY, Observation, Validation, WorkpadRecord
 
 # The first line of every workpad comment the runtime writes: the comment is found by
