@@ -19,7 +19,7 @@ from orchestrator.domain.pr_body import (
     drop_foreign_closing,
     restore_template_headings,
 )
-from orchestrator.domain.review import ThreadReply, render_review_comment
+from orchestrator.domain.review_decisions import ThreadReply, render_review_comment
 from orchestrator.domain.snapshot import AgentOutcome, PRStatus, PullRequest, StoredRecord
 
 BLOCKED_COMMENT_MARKER = "<!-- orchestrator-blocked-question -->"

@@ -33,7 +33,7 @@ from orchestrator.domain.outcomes import (
 )
 from orchestrator.domain.phases import GateValue, Phase, WaitingReason
 from orchestrator.domain.retry import RetryKind, decide_retry, is_due
-from orchestrator.domain.review import (
+from orchestrator.domain.review_decisions import (
     FixEvaluation,
     bounce_counts,
     evaluate_fix_summary,

@@ -13,7 +13,7 @@ from orchestrator.domain.agent_files.questions import BlockedQuestion
 from orchestrator.domain.agent_files.review import Review
 from orchestrator.domain.phases import Phase, WaitingReason
 from orchestrator.domain.policy import ReviewPolicy
-from orchestrator.domain.review import bouncing_threads, unproven_fixes
+from orchestrator.domain.review_decisions import bouncing_threads, unproven_fixes
 from orchestrator.domain.snapshot import (
     AgentOutcome,
     OutcomeKind,

@@ -24,7 +24,7 @@ from orchestrator.domain.agent_files.review import Review
 from orchestrator.domain.outcomes import turn_failure
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import ReviewActOn, ReviewPolicy
-from orchestrator.domain.review import bouncing_threads
+from orchestrator.domain.review_decisions import bouncing_threads
 from orchestrator.domain.snapshot import (
     Actor,
     PullRequest,

@@ -20,7 +20,7 @@ from orchestrator.domain.actions import PayloadValue, SideEffect, SideEffectKind
 from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
 from orchestrator.domain.pr_body import closes_tracked, merge_human_edits
 from orchestrator.domain.record_updates import EffectResult
-from orchestrator.domain.review import REVIEW_COMMENT_MARKER
+from orchestrator.domain.review_decisions import REVIEW_COMMENT_MARKER
 from orchestrator.domain.snapshot import StoredRecord
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.outcomes import (

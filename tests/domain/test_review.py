@@ -10,7 +10,7 @@ from orchestrator.domain.agent_files.fix_summary import (
 )
 from orchestrator.domain.agent_files.review import Review, Severity
 from orchestrator.domain.policy import ReviewPolicy
-from orchestrator.domain.review import (
+from orchestrator.domain.review_decisions import (
     FixProof,
     bounce_counts,
     bouncing_threads,
