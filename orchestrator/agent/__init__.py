@@ -16,7 +16,7 @@ from orchestrator.agent.errors import (
 )
 from orchestrator.agent.events import AgentEvent, EventKind, TokenUsage
 from orchestrator.agent.git import RepoSource
-from orchestrator.agent.hooks import HookName, HookResult
+from orchestrator.agent.hook_result import HookName, HookResult
 from orchestrator.agent.naming import branch_name, workspace_key
 from orchestrator.agent.results import ResultFile, ResultFiles
 from orchestrator.agent.runner import AgentRunner, AgentTurn

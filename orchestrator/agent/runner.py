@@ -30,7 +30,8 @@ from orchestrator.agent.app_server import MAX_PENDING_BYTES, AppServerClient
 from orchestrator.agent.environment import AgentEnvironment
 from orchestrator.agent.errors import HookFailed, UnsafeWorkspacePath, WorkspaceError
 from orchestrator.agent.events import AgentEvent, EventKind
-from orchestrator.agent.hooks import HookName, run_hook
+from orchestrator.agent.hook_result import HookName
+from orchestrator.agent.hooks import run_hook
 from orchestrator.agent.orphans import ProcessRegistry
 from orchestrator.agent.paths import checked_child
 from orchestrator.agent.presets import EventMapper, build_command, new_mapper

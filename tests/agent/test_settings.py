@@ -9,7 +9,8 @@ import pytest
 
 from orchestrator.agent import AgentPreset, AgentSettings, HookSettings, SettingsError
 from orchestrator.agent.environment import AgentEnvironment, build_environment
-from orchestrator.agent.hooks import HookName, run_hook
+from orchestrator.agent.hook_result import HookName
+from orchestrator.agent.hooks import run_hook
 from orchestrator.agent.process import OutputCapture, run_bounded
 from orchestrator.agent.runner import LineSplitter
 from orchestrator.agent.settings import WorkspaceSettings
