@@ -30,6 +30,7 @@ from orchestrator.agent.app_server import MAX_PENDING_BYTES, AppServerClient
 from orchestrator.agent.environment import AgentEnvironment
 from orchestrator.agent.errors import HookFailed, UnsafeWorkspacePath, WorkspaceError
 from orchestrator.agent.events import AgentEvent, EventKind
+from orchestrator.agent.head import HeadSnapshot, take_snapshot
 from orchestrator.agent.hook_result import HookName
 from orchestrator.agent.hooks import run_hook
 from orchestrator.agent.orphans import ProcessRegistry
@@ -42,7 +43,7 @@ from orchestrator.agent.process import (
     spawn,
     terminate_session,
 )
-from orchestrator.agent.results import (
+from orchestrator.agent.result_files import (
     CONTEXT_FILE,
     PROMPT_FILE,
     ResultFiles,
@@ -50,7 +51,6 @@ from orchestrator.agent.results import (
     read_results,
 )
 from orchestrator.agent.settings import AgentPreset, AgentSettings, HookSettings
-from orchestrator.agent.snapshot import HeadSnapshot, take_snapshot
 from orchestrator.agent.turn import TurnOutcome, TurnRequest, TurnResult
 from orchestrator.agent.workspace import RESULT_DIR
 from orchestrator.agent.workspace_git import WorkspaceGit

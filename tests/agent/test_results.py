@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.agent.results import (
+from orchestrator.agent.result_files import (
     ResultFile,
     clear_outputs,
     read_file_limited,
