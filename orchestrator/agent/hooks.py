@@ -16,8 +16,8 @@ from pathlib import Path
 
 from orchestrator.agent.errors import HookFailed
 from orchestrator.agent.hook_result import HookName, HookResult
-from orchestrator.agent.orphans import ProcessRegistry
 from orchestrator.agent.process import run_bounded
+from orchestrator.agent.registry import ProcessRegistry
 from orchestrator.agent.settings import HookSettings
 from orchestrator.logs import get_logger
 

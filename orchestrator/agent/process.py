@@ -11,7 +11,7 @@ agent inside gets its grace period like an unsandboxed one.
 
 Every program is started with a parent death signal (SIGKILL), so its
 session's leader dies with the daemon; agents and hooks are also recorded in
-a :class:`~orchestrator.agent.orphans.ProcessRegistry`, through which the
+a :class:`~orchestrator.agent.registry.ProcessRegistry`, through which the
 daemon's next life ends what the leader left behind.
 """
 
@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from orchestrator.agent.orphans import TrackedGroup, process_table
+from orchestrator.agent.reaper import process_table
+from orchestrator.agent.registry import TrackedGroup
 from orchestrator.agent.sandbox import SandboxSettings
 from orchestrator.logs import get_logger
 

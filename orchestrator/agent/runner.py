@@ -33,7 +33,6 @@ from orchestrator.agent.events import AgentEvent, EventKind
 from orchestrator.agent.head import HeadSnapshot, take_snapshot
 from orchestrator.agent.hook_result import HookName
 from orchestrator.agent.hooks import run_hook
-from orchestrator.agent.orphans import ProcessRegistry
 from orchestrator.agent.paths import checked_child
 from orchestrator.agent.presets import EventMapper, build_command, new_mapper
 from orchestrator.agent.process import (
@@ -43,6 +42,7 @@ from orchestrator.agent.process import (
     spawn,
     terminate_session,
 )
+from orchestrator.agent.registry import ProcessRegistry
 from orchestrator.agent.result_files import (
     CONTEXT_FILE,
     PROMPT_FILE,
