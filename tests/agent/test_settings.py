@@ -12,8 +12,8 @@ from orchestrator.agent.environment import AgentEnvironment, build_environment
 from orchestrator.agent.hook_result import HookName
 from orchestrator.agent.hooks import run_hook
 from orchestrator.agent.process import OutputCapture, run_bounded
-from orchestrator.agent.runner import LineSplitter
 from orchestrator.agent.settings import WorkspaceSettings
+from orchestrator.agent.stream import LineSplitter
 
 
 @pytest.mark.parametrize(
