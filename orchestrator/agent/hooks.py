@@ -14,9 +14,9 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+from orchestrator.agent.bounded_run import run_bounded
 from orchestrator.agent.errors import HookFailed
 from orchestrator.agent.hook_result import HookName, HookResult
-from orchestrator.agent.process import run_bounded
 from orchestrator.agent.registry import ProcessRegistry
 from orchestrator.agent.settings import HookSettings
 from orchestrator.logs import get_logger
