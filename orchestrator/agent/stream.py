@@ -222,7 +222,7 @@ class AgentStream:
                         break
                 deadline = self.watchdogs.next_deadline(progress, now)
                 idle = POLL_INTERVAL_S * 5
-                wait = max(0.0, min(idle, idle if deadline is None else deadline))
+                wait = idle if deadline is None else max(0.0, min(idle, deadline))
                 if eof:
                     time.sleep(min(wait, POLL_INTERVAL_S))
                     continue
