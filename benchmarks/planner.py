@@ -22,6 +22,7 @@ from types import MappingProxyType
 from typing import Any
 
 from orchestrator.domain.actions import Action, Observe, SideEffect, SideEffectKind, Transition
+from orchestrator.domain.agent_files.review import Review
 from orchestrator.domain.phases import Phase, RolloutMode, WaitingReason
 from orchestrator.domain.planner import plan
 from orchestrator.domain.policy import FlowPolicy
@@ -31,7 +32,6 @@ from orchestrator.domain.record_updates import (
     apply_observation,
     apply_transition,
 )
-from orchestrator.domain.results import Review
 from orchestrator.domain.side_effects import SetLabels
 from orchestrator.domain.snapshot import (
     Actor,

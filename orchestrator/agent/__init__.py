@@ -16,9 +16,10 @@ from orchestrator.agent.errors import (
 )
 from orchestrator.agent.events import AgentEvent, EventKind, TokenUsage
 from orchestrator.agent.git import RepoSource
-from orchestrator.agent.hooks import HookName, HookResult
+from orchestrator.agent.head import HeadSnapshot
+from orchestrator.agent.hook_result import HookName, HookResult
 from orchestrator.agent.naming import branch_name, workspace_key
-from orchestrator.agent.results import ResultFile, ResultFiles
+from orchestrator.agent.result_files import ResultFile, ResultFiles
 from orchestrator.agent.runner import AgentRunner, AgentTurn
 from orchestrator.agent.sandbox import (
     SandboxError,
@@ -28,7 +29,6 @@ from orchestrator.agent.sandbox import (
     probe_bwrap,
 )
 from orchestrator.agent.settings import AgentPreset, AgentSettings, HookSettings, WorkspaceSettings
-from orchestrator.agent.snapshot import HeadSnapshot
 from orchestrator.agent.turn import TurnOutcome, TurnRequest, TurnResult
 from orchestrator.agent.workspace import IssueRef, Workspace, WorkspaceManager
 

@@ -34,14 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.agent.events import AgentEvent, EventKind, TokenUsage
-from orchestrator.agent.presets import (
-    EventMapper,
-    clip_text,
-    codex_error_class,
-    token_count,
-    usage_less,
-    valid_session_id,
-)
+from orchestrator.agent.presets.codex import codex_error_class
+from orchestrator.agent.presets.command import EventMapper
+from orchestrator.agent.presets.values import clip_text, token_count, usage_less, valid_session_id
 from orchestrator.logs import get_logger
 
 log = get_logger(__name__)

@@ -7,10 +7,7 @@ These exceptions cover what stops a turn from being attempted at all.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from orchestrator.agent.hooks import HookResult
+from orchestrator.agent.hook_result import HookResult
 
 
 class AgentLayerError(Exception):

@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
+from orchestrator.agent.bounded_run import run_bounded
 from orchestrator.agent.errors import GitError
-from orchestrator.agent.process import run_bounded
 from orchestrator.logs import redact_text, register_secret
 
 GIT_OUTPUT_LIMIT = 1024 * 1024

@@ -12,56 +12,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
+from orchestrator.agent.bounded_run import run_bounded
 from orchestrator.agent.errors import HookFailed
-from orchestrator.agent.orphans import ProcessRegistry
-from orchestrator.agent.process import run_bounded
+from orchestrator.agent.hook_result import HookName, HookResult
+from orchestrator.agent.registry import ProcessRegistry
 from orchestrator.agent.settings import HookSettings
 from orchestrator.logs import get_logger
 
 log = get_logger(__name__)
-
-
-class HookName(StrEnum):
-    """The four moments a hook can run at."""
-
-    AFTER_CREATE = "after_create"
-    BEFORE_RUN = "before_run"
-    AFTER_RUN = "after_run"
-    BEFORE_REMOVE = "before_remove"
-
-    @property
-    def aborts_on_failure(self) -> bool:
-        return self in (HookName.AFTER_CREATE, HookName.BEFORE_RUN)
-
-
-@dataclass(frozen=True)
-class HookResult:
-    """How one hook ended, with its output truncated for the log."""
-
-    name: HookName
-    exit_code: int | None
-    timed_out: bool
-    cancelled: bool
-    output: str
-    duration_s: float
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.cancelled
-
-    def describe(self) -> str:
-        """A short phrase for messages: 'timed out', 'exited with code 3', ..."""
-        if self.timed_out:
-            return "timed out"
-        if self.cancelled:
-            return "was cancelled"
-        if self.exit_code is not None and self.exit_code < 0:
-            return f"was killed by signal {-self.exit_code}"
-        return f"exited with code {self.exit_code}"
 
 
 def run_hook(

@@ -9,8 +9,8 @@ from enum import StrEnum
 from pathlib import Path
 
 from orchestrator.agent.events import TokenUsage
-from orchestrator.agent.results import ResultFile, ResultFiles
-from orchestrator.agent.snapshot import HeadSnapshot
+from orchestrator.agent.head import HeadSnapshot
+from orchestrator.agent.result_files import ResultFile, ResultFiles
 from orchestrator.agent.workspace import Workspace
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.snapshot import AgentOutcome, OutcomeKind

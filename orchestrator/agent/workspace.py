@@ -20,7 +20,8 @@ from pathlib import Path
 from orchestrator.agent.environment import AgentEnvironment
 from orchestrator.agent.errors import HookFailed, WorkspaceError
 from orchestrator.agent.git import RepoSource, git_ok, run_git
-from orchestrator.agent.hooks import HookName, run_hook
+from orchestrator.agent.hook_result import HookName
+from orchestrator.agent.hooks import run_hook
 from orchestrator.agent.mirror import STAGING_DIR, MirrorStore, file_url
 from orchestrator.agent.naming import branch_name, is_valid_branch_name, workspace_key
 from orchestrator.agent.paths import checked_child

@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from orchestrator.agent.bounded_run import FileSink, run_bounded
 from orchestrator.agent.errors import GitError, WorkspaceError
 from orchestrator.agent.git import GIT_OUTPUT_LIMIT, PINNED_FLAGS, git_environment
-from orchestrator.agent.process import FileSink, run_bounded
 from orchestrator.agent.sandbox import SandboxSettings
 from orchestrator.logs import redact_text
 

@@ -6,6 +6,9 @@ from datetime import datetime
 
 from orchestrator.domain.accounts import same_account
 from orchestrator.domain.actions import SideEffect, side_effect
+from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
+from orchestrator.domain.agent_files.questions import BlockedQuestion, PRDescription
+from orchestrator.domain.agent_files.review import Review
 from orchestrator.domain.flow import IssueContext
 from orchestrator.domain.gates import current_approval, stale_approval_labels
 from orchestrator.domain.phases import Phase
@@ -16,8 +19,7 @@ from orchestrator.domain.pr_body import (
     drop_foreign_closing,
     restore_template_headings,
 )
-from orchestrator.domain.results import GITHUB_BODY_LIMIT, BlockedQuestion, PRDescription, Review
-from orchestrator.domain.review import ThreadReply, render_review_comment
+from orchestrator.domain.review_decisions import ThreadReply, render_review_comment
 from orchestrator.domain.side_effects import (
     CloseIssue,
     CreatePR,

@@ -17,11 +17,15 @@ from orchestrator.domain.actions import (
     Transition,
     side_effect,
 )
+from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
 from orchestrator.domain.gates import Gates, approved_since, qualifies_as_human
 from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMode, WaitingReason
 from orchestrator.domain.policy import FlowPolicy, ReviewActOn
-from orchestrator.domain.results import GITHUB_BODY_LIMIT
-from orchestrator.domain.review import bouncing_threads, escalated_before, passes_in_lineage
+from orchestrator.domain.review_decisions import (
+    bouncing_threads,
+    escalated_before,
+    passes_in_lineage,
+)
 from orchestrator.domain.side_effects import PostComment
 from orchestrator.domain.snapshot import (
     IssueRef,

@@ -12,6 +12,8 @@ from dataclasses import replace
 
 from orchestrator.domain import effects
 from orchestrator.domain.actions import Cancel, SideEffect
+from orchestrator.domain.agent_files.fix_summary import FixSummary
+from orchestrator.domain.agent_files.review import Review
 from orchestrator.domain.flow import (
     IssueContext,
     IssueDecision,
@@ -30,9 +32,8 @@ from orchestrator.domain.outcomes import (
     turn_failure,
 )
 from orchestrator.domain.phases import GateValue, Phase, WaitingReason
-from orchestrator.domain.results import FixSummary, Review
 from orchestrator.domain.retry import RetryKind, decide_retry, is_due
-from orchestrator.domain.review import (
+from orchestrator.domain.review_decisions import (
     FixEvaluation,
     bounce_counts,
     evaluate_fix_summary,

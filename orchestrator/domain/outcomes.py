@@ -7,17 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from orchestrator.domain.agent_files.errors import ResultError
+from orchestrator.domain.agent_files.fix_summary import FixStatus, FixSummary, FixTargetKind
+from orchestrator.domain.agent_files.questions import BlockedQuestion
+from orchestrator.domain.agent_files.review import Review
 from orchestrator.domain.phases import Phase, WaitingReason
 from orchestrator.domain.policy import ReviewPolicy
-from orchestrator.domain.results import (
-    BlockedQuestion,
-    FixStatus,
-    FixSummary,
-    FixTargetKind,
-    ResultError,
-    Review,
-)
-from orchestrator.domain.review import bouncing_threads, unproven_fixes
+from orchestrator.domain.review_decisions import bouncing_threads, unproven_fixes
 from orchestrator.domain.snapshot import (
     AgentOutcome,
     OutcomeKind,

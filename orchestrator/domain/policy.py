@@ -13,8 +13,8 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import TypeVar
 
+from orchestrator.domain.agent_files.review import Severity
 from orchestrator.domain.phases import AGENT_PHASES, PHASE_CLASS, Phase, PhaseClass, RolloutMode
-from orchestrator.domain.results import Severity
 
 
 class MergeMode(StrEnum):

@@ -32,8 +32,8 @@ import re
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
+from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
 from orchestrator.domain.policy import MergeMethod
-from orchestrator.domain.result_errors import GITHUB_BODY_LIMIT
 
 GITHUB_WEB = "https://github.com"
 

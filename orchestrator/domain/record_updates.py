@@ -13,6 +13,7 @@ from datetime import datetime
 from types import MappingProxyType
 
 from orchestrator.domain.actions import Dispatch, Observe, SideEffect, Transition
+from orchestrator.domain.agent_files.fix_summary import FixSummary, FixTargetKind
 from orchestrator.domain.outcomes import (
     in_this_visit,
     rework_contract_error,
@@ -21,7 +22,6 @@ from orchestrator.domain.outcomes import (
 )
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import FlowPolicy
-from orchestrator.domain.results import FixSummary, FixTargetKind
 from orchestrator.domain.retry import decide_retry
 from orchestrator.domain.side_effects import (
     CreatePR,

@@ -10,15 +10,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 
+from orchestrator.domain.agent_files.errors import ResultError
+from orchestrator.domain.agent_files.fix_summary import FixStatus, FixSummary
+from orchestrator.domain.agent_files.questions import BlockedQuestion, PRDescription
+from orchestrator.domain.agent_files.review import Review
 from orchestrator.domain.phases import Phase, WaitingReason
-from orchestrator.domain.results import (
-    BlockedQuestion,
-    FixStatus,
-    FixSummary,
-    PRDescription,
-    ResultError,
-    Review,
-)
 from orchestrator.domain.workpad import WorkpadRecord
 
 

@@ -18,16 +18,10 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
-from orchestrator.domain.results import (
-    BlockedQuestion,
-    Finding,
-    FixEntry,
-    FixSummary,
-    HeadMismatch,
-    PRDescription,
-    ResultError,
-    Review,
-)
+from orchestrator.domain.agent_files.errors import HeadMismatch, ResultError
+from orchestrator.domain.agent_files.fix_summary import FixEntry, FixSummary
+from orchestrator.domain.agent_files.questions import BlockedQuestion, PRDescription
+from orchestrator.domain.agent_files.review import Finding, Review
 from orchestrator.domain.snapshot import (
     AgentOutcome,
     HeadSighting,

@@ -20,11 +20,11 @@ from datetime import datetime
 from typing import Any
 
 from orchestrator.domain.accounts import is_bot_login, same_account
+from orchestrator.domain.agent_files.review import Review
 from orchestrator.domain.outcomes import turn_failure
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import ReviewActOn, ReviewPolicy
-from orchestrator.domain.results import Review
-from orchestrator.domain.review import bouncing_threads
+from orchestrator.domain.review_decisions import bouncing_threads
 from orchestrator.domain.snapshot import (
     Actor,
     PullRequest,

@@ -20,8 +20,8 @@ from orchestrator.agent import RepoSource
 from orchestrator.agent.errors import AgentLayerError
 from orchestrator.agent.git import run_git
 from orchestrator.agent.mirror import MirrorStore
+from orchestrator.domain.agent_files.questions import PRDescription
 from orchestrator.domain.pr_body import headings
-from orchestrator.domain.results import PRDescription
 from orchestrator.domain.snapshot import AgentOutcome
 from orchestrator.logs import error_fields, get_logger
 

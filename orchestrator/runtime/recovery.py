@@ -21,7 +21,7 @@ from typing import Any
 from orchestrator.domain.accounts import same_account
 from orchestrator.domain.actions import SideEffect, SideEffectKind
 from orchestrator.domain.record_updates import EffectResult, apply_effect_result
-from orchestrator.domain.review import REVIEW_COMMENT_MARKER
+from orchestrator.domain.review_decisions import REVIEW_COMMENT_MARKER
 from orchestrator.domain.side_effects import (
     CloseIssue,
     CreatePR,

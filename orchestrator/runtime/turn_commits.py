@@ -1,7 +1,7 @@
 """The commits a rework turn made, read from its workspace as evidence for its "fixed" claims.
 
 A thread the agent reports fixed is answered "Addressed" only when a commit of
-the turn changes the file the thread is on (:func:`orchestrator.domain.review.prove_fix`).
+the turn changes the file the thread is on (:func:`orchestrator.domain.review_decisions.prove_fix`).
 This module reads that evidence through the workspace's git (in the agent's
 sandbox, :mod:`orchestrator.agent.workspace_git`): the commits
 between the turn's start and its final head, oldest first, each with which of

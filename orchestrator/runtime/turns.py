@@ -44,9 +44,9 @@ from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource, TurnRequest, Workspace
 from orchestrator.agent.errors import AgentLayerError
 from orchestrator.agent.events import TokenUsage
-from orchestrator.agent.results import CONTEXT_FILE
+from orchestrator.agent.head import HeadSnapshot
+from orchestrator.agent.result_files import CONTEXT_FILE
 from orchestrator.agent.safe_files import write_file
-from orchestrator.agent.snapshot import HeadSnapshot
 from orchestrator.domain.actions import Dispatch, SideEffect, SideEffectKind
 from orchestrator.domain.effects import recorded_branch
 from orchestrator.domain.phases import Phase

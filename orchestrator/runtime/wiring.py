@@ -24,7 +24,7 @@ from orchestrator.agent import (
     WorkspaceSettings,
 )
 from orchestrator.agent.events import AgentEvent
-from orchestrator.agent.orphans import REGISTRY_DIR, ProcessRegistry
+from orchestrator.agent.registry import REGISTRY_DIR, ProcessRegistry
 from orchestrator.agent.settings import AgentPermissions
 from orchestrator.domain.accounts import is_bot_login, same_account
 from orchestrator.domain.policy import FlowPolicy

@@ -22,7 +22,7 @@ from typing import Any
 
 from orchestrator.domain.accounts import same_account
 from orchestrator.domain.phases import Phase, WaitingReason
-from orchestrator.domain.review import REVIEW_COMMENT_MARKER
+from orchestrator.domain.review_decisions import REVIEW_COMMENT_MARKER
 from orchestrator.domain.snapshot import IssueRef, StoredRecord, TrackedIssue
 from orchestrator.domain.workpad import (
     ReviewState,

@@ -16,6 +16,7 @@ from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource
 from orchestrator.agent.errors import AgentLayerError, PushRefused
 from orchestrator.domain.actions import SideEffect
+from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
 from orchestrator.domain.policy import MergeMethod
 from orchestrator.domain.pr_body import (
     ClosingScope,
@@ -24,8 +25,7 @@ from orchestrator.domain.pr_body import (
     merge_human_edits,
 )
 from orchestrator.domain.record_updates import EffectResult
-from orchestrator.domain.results import GITHUB_BODY_LIMIT
-from orchestrator.domain.review import REVIEW_COMMENT_MARKER
+from orchestrator.domain.review_decisions import REVIEW_COMMENT_MARKER
 from orchestrator.domain.side_effects import (
     CloseIssue,
     CreatePR,

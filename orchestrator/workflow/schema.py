@@ -13,9 +13,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from orchestrator.domain.agent_files.review import Severity as FindingSeverity
 from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMode
 from orchestrator.domain.policy import MergeMethod, ReviewActOn
-from orchestrator.domain.results import Severity as FindingSeverity
 from orchestrator.workflow.schema_types import (
     AgentPermissions,
     AgentPreset,

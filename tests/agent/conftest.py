@@ -26,7 +26,7 @@ from orchestrator.agent import (
     WorkspaceManager,
     WorkspaceSettings,
 )
-from orchestrator.agent.results import ResultFile
+from orchestrator.agent.result_files import ResultFile
 from orchestrator.domain.phases import Phase
 
 from .git_http import GitHttpServer

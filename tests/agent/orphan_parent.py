@@ -24,7 +24,7 @@ from orchestrator.agent import (
     TurnRequest,
     Workspace,
 )
-from orchestrator.agent.orphans import ProcessRegistry
+from orchestrator.agent.registry import ProcessRegistry
 from orchestrator.domain.phases import Phase
 
 

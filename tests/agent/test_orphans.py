@@ -33,17 +33,17 @@ from orchestrator.agent import (
     TurnOutcome,
     TurnRequest,
 )
-from orchestrator.agent.orphans import (
+from orchestrator.agent.process import SETPRIV_ENV, spawn, terminate_session
+from orchestrator.agent.reaper import (
     TAG_ENV,
     GroupEntry,
     OrphanReport,
     ProcessInfo,
-    ProcessRegistry,
     boot_id,
     plan_sweep,
     read_process,
 )
-from orchestrator.agent.process import SETPRIV_ENV, spawn, terminate_session
+from orchestrator.agent.registry import ProcessRegistry
 from orchestrator.domain.phases import Phase
 
 from .conftest import Harness

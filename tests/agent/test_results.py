@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.agent.results import (
+from orchestrator.agent.result_files import (
     ResultFile,
     clear_outputs,
     read_file_limited,
     read_results,
 )
-from orchestrator.domain.results import HeadMismatch, ResultError, ResultErrorKind
+from orchestrator.domain.agent_files.errors import HeadMismatch, ResultError, ResultErrorKind
 
 HEAD = "a" * 40
 OTHER = "b" * 40

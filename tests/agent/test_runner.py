@@ -21,9 +21,9 @@ from orchestrator.agent import (
     TurnRequest,
     WorkspaceError,
 )
-from orchestrator.agent.results import ResultFile
+from orchestrator.agent.result_files import ResultFile
+from orchestrator.domain.agent_files.errors import ResultError, ResultErrorKind
 from orchestrator.domain.phases import Phase
-from orchestrator.domain.results import ResultError, ResultErrorKind
 from orchestrator.domain.snapshot import OutcomeKind
 
 from .conftest import TOKEN, Harness

@@ -19,14 +19,14 @@ from typing import TypeVar
 import pytest
 
 from orchestrator.agent import HookSettings, TurnOutcome
-from orchestrator.agent.results import CONTEXT_FILE, ResultFile, clear_outputs, read_results
+from orchestrator.agent.result_files import CONTEXT_FILE, ResultFile, clear_outputs, read_results
 from orchestrator.agent.safe_files import (
     UnsafeFile,
     open_for_reading,
     read_file,
     write_file,
 )
-from orchestrator.domain.results import ResultErrorKind
+from orchestrator.domain.agent_files.errors import ResultErrorKind
 
 from .conftest import Harness
 

@@ -15,7 +15,8 @@ from orchestrator.agent import (
     TurnOutcome,
     TurnRequest,
 )
-from orchestrator.agent.hooks import HookName, run_hook
+from orchestrator.agent.hook_result import HookName
+from orchestrator.agent.hooks import run_hook
 from orchestrator.domain.phases import Phase
 
 from .conftest import Harness

@@ -8,11 +8,12 @@ from typing import Any
 import pytest
 
 from orchestrator.agent import AgentPreset, AgentSettings, HookSettings, SettingsError
+from orchestrator.agent.bounded_run import OutputCapture, run_bounded
 from orchestrator.agent.environment import AgentEnvironment, build_environment
-from orchestrator.agent.hooks import HookName, run_hook
-from orchestrator.agent.process import OutputCapture, run_bounded
-from orchestrator.agent.runner import LineSplitter
+from orchestrator.agent.hook_result import HookName
+from orchestrator.agent.hooks import run_hook
 from orchestrator.agent.settings import WorkspaceSettings
+from orchestrator.agent.stream import LineSplitter
 
 
 @pytest.mark.parametrize(

@@ -7,10 +7,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from orchestrator.domain.actions import Action, Cancel, Dispatch, Observe, SideEffect, Transition
+from orchestrator.domain.agent_files.fix_summary import (
+    FixEntry,
+    FixStatus,
+    FixSummary,
+    FixTargetKind,
+)
+from orchestrator.domain.agent_files.review import Review
 from orchestrator.domain.phases import Phase, RolloutMode
 from orchestrator.domain.planner import plan
 from orchestrator.domain.policy import FlowPolicy
-from orchestrator.domain.results import FixEntry, FixStatus, FixSummary, FixTargetKind, Review
 from orchestrator.domain.snapshot import (
     Actor,
     AgentOutcome,
@@ -158,7 +164,7 @@ def make_record(phase: Phase, **overrides: Any) -> StoredRecord:
 
 
 def make_review(head: str = HEAD_A, *severities: str) -> Review:
-    from orchestrator.domain.results import Finding, Severity
+    from orchestrator.domain.agent_files.review import Finding, Severity
 
     findings = tuple(
         Finding(

@@ -11,19 +11,20 @@ import time
 
 import pytest
 
+from orchestrator.domain.agent_files.errors import ResultError, ResultErrorKind
+from orchestrator.domain.agent_files.fix_summary import (
+    MAX_ENTRIES,
+    MAX_TARGET_CHARS,
+    MAX_TEXT_CHARS,
+    FixSummary,
+    parse_fix_summary,
+)
+from orchestrator.domain.agent_files.review import parse_review
 from orchestrator.domain.bounded_json import (
     DEFAULT_MAX_DEPTH,
     JsonLimitError,
     JsonSyntaxError,
     load_bounded,
-)
-from orchestrator.domain.fix_summary import MAX_ENTRIES, MAX_TARGET_CHARS, MAX_TEXT_CHARS
-from orchestrator.domain.results import (
-    FixSummary,
-    ResultError,
-    ResultErrorKind,
-    parse_fix_summary,
-    parse_review,
 )
 
 BIG = "9" * 5000

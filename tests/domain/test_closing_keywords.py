@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
 from orchestrator.domain.policy import MergeMethod
 from orchestrator.domain.pr_body import (
     TITLE_LIMIT,
@@ -19,7 +20,6 @@ from orchestrator.domain.pr_body import (
     foreign_closing,
     merge_commit_text,
 )
-from orchestrator.domain.results import GITHUB_BODY_LIMIT
 
 REPO = "acme/widgets"
 GHE = "https://ghe.example.com"

@@ -5,17 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from orchestrator.domain.agent_files.fix_summary import FixStatus, FixSummary, parse_fix_summary
+from orchestrator.domain.agent_files.questions import BlockedQuestion, parse_blocked
+from orchestrator.domain.agent_files.review import Review, Severity, parse_review
 from orchestrator.domain.phases import Phase, WaitingReason
-from orchestrator.domain.results import (
-    BlockedQuestion,
-    FixStatus,
-    FixSummary,
-    Review,
-    Severity,
-    parse_blocked,
-    parse_fix_summary,
-    parse_review,
-)
 from orchestrator.domain.workpad import WorkpadStatus, parse_workpad
 from tests.domain.builders import NOW
 

@@ -16,6 +16,7 @@ from orchestrator.domain.actions import (
     SideEffectKind,
     Transition,
 )
+from orchestrator.domain.agent_files.fix_summary import FixStatus
 from orchestrator.domain.outcomes import turn_failure
 from orchestrator.domain.phases import Phase, RolloutMode, WaitingReason
 from orchestrator.domain.planner import plan
@@ -29,7 +30,6 @@ from orchestrator.domain.record_updates import (
     new_record,
     record_outcome,
 )
-from orchestrator.domain.results import FixStatus
 from orchestrator.domain.side_effects import MergePR, PushBranch
 from orchestrator.domain.snapshot import (
     ChecksSummary,

@@ -12,14 +12,11 @@ from datetime import timedelta
 import pytest
 
 from orchestrator.domain.actions import SideEffectKind, idempotency_key
+from orchestrator.domain.agent_files.errors import ResultError
+from orchestrator.domain.agent_files.fix_summary import FixStatus
+from orchestrator.domain.agent_files.questions import BlockedQuestion, PRDescription
 from orchestrator.domain.phases import ALLOWED, Phase, RolloutMode, WaitingReason
 from orchestrator.domain.policy import FlowPolicy, MergeMode, PRPolicy, ReviewActOn, ReviewPolicy
-from orchestrator.domain.results import (
-    BlockedQuestion,
-    FixStatus,
-    PRDescription,
-    ResultError,
-)
 from orchestrator.domain.snapshot import (
     ChecksSummary,
     IssueSnapshot,

@@ -6,24 +6,26 @@ import json
 
 import pytest
 
-from orchestrator.domain.phases import WaitingReason
-from orchestrator.domain.results import (
+from orchestrator.domain.agent_files.errors import (
     GITHUB_BODY_LIMIT,
-    BlockedQuestion,
+    HeadMismatch,
+    ResultError,
+    ResultErrorKind,
+)
+from orchestrator.domain.agent_files.fix_summary import (
     FixStatus,
     FixSummary,
     FixTargetKind,
-    HeadMismatch,
-    PRDescription,
-    ResultError,
-    ResultErrorKind,
-    Review,
-    Severity,
-    parse_blocked,
     parse_fix_summary,
-    parse_pr_description,
-    parse_review,
 )
+from orchestrator.domain.agent_files.questions import (
+    BlockedQuestion,
+    PRDescription,
+    parse_blocked,
+    parse_pr_description,
+)
+from orchestrator.domain.agent_files.review import Review, Severity, parse_review
+from orchestrator.domain.phases import WaitingReason
 
 HEAD = "0123456789abcdef0123456789abcdef01234567"
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from orchestrator.domain.policy import ReviewPolicy
-from orchestrator.domain.results import (
+from orchestrator.domain.agent_files.fix_summary import (
     FixEntry,
     FixStatus,
     FixSummary,
     FixTargetKind,
-    Review,
-    Severity,
 )
-from orchestrator.domain.review import (
+from orchestrator.domain.agent_files.review import Review, Severity
+from orchestrator.domain.policy import ReviewPolicy
+from orchestrator.domain.review_decisions import (
     FixProof,
     bounce_counts,
     bouncing_threads,

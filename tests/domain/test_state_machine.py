@@ -26,6 +26,15 @@ from orchestrator.domain.actions import (
     Transition,
     allowed_in,
 )
+from orchestrator.domain.agent_files.errors import ResultError
+from orchestrator.domain.agent_files.fix_summary import (
+    FixEntry,
+    FixStatus,
+    FixSummary,
+    FixTargetKind,
+)
+from orchestrator.domain.agent_files.questions import BlockedQuestion
+from orchestrator.domain.agent_files.review import Finding, Review, Severity
 from orchestrator.domain.phases import AGENT_PHASES, Phase, RolloutMode, WaitingReason, is_allowed
 from orchestrator.domain.planner import plan
 from orchestrator.domain.policy import ApprovalSource, FlowPolicy, MergePolicy, ReviewPolicy
@@ -36,17 +45,6 @@ from orchestrator.domain.record_updates import (
     apply_observation,
     apply_transition,
     record_outcome,
-)
-from orchestrator.domain.results import (
-    BlockedQuestion,
-    Finding,
-    FixEntry,
-    FixStatus,
-    FixSummary,
-    FixTargetKind,
-    ResultError,
-    Review,
-    Severity,
 )
 from orchestrator.domain.snapshot import (
     AgentOutcome,

@@ -13,9 +13,10 @@ from functools import cache
 
 import pytest
 
+from orchestrator.domain.agent_files.fix_summary import FixStatus
+from orchestrator.domain.agent_files.questions import BlockedQuestion
 from orchestrator.domain.phases import Phase, WaitingReason, is_allowed
 from orchestrator.domain.planner import REFUSED
-from orchestrator.domain.results import BlockedQuestion, FixStatus
 from orchestrator.domain.snapshot import (
     AgentOutcome,
     IssueSnapshot,

@@ -13,12 +13,12 @@ from datetime import timedelta
 import pytest
 
 from orchestrator.domain.actions import SideEffectKind
+from orchestrator.domain.agent_files.fix_summary import FixStatus
 from orchestrator.domain.outcomes import threads_to_answer
 from orchestrator.domain.phases import Phase, WaitingReason
 from orchestrator.domain.policy import FlowPolicy, ReviewActOn, ReviewPolicy
 from orchestrator.domain.record_updates import record_outcome
-from orchestrator.domain.results import FixStatus
-from orchestrator.domain.review import evaluate_fix_summary
+from orchestrator.domain.review_decisions import evaluate_fix_summary
 from orchestrator.domain.snapshot import Actor, ReviewThread, ThreadComment
 from orchestrator.domain.trust import author_permission, author_trusted, last_word, thread_trusted
 from tests.domain.builders import (

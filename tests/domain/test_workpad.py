@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
 from orchestrator.domain.phases import GateValue, Phase, RolloutMode, WaitingReason
-from orchestrator.domain.results import GITHUB_BODY_LIMIT
 from orchestrator.domain.safe_yaml import YamlProblem, load_plain_yaml
 from orchestrator.domain.workpad import (
     MergeState,

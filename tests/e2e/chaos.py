@@ -26,7 +26,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
-from orchestrator.agent.orphans import read_process
+from orchestrator.agent.reaper import read_process
 from orchestrator.sim.testing import SimWorld
 from tests.replicas.test_replicas import Replica
 

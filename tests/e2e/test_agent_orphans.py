@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.agent.orphans import REGISTRY_DIR, GroupEntry, read_process
+from orchestrator.agent.reaper import GroupEntry, read_process
+from orchestrator.agent.registry import REGISTRY_DIR
 from orchestrator.sim.testing import SimWorld
 
 from ..agent.test_orphans import sleepers

@@ -39,8 +39,8 @@ from orchestrator.agent import (
     probe_bwrap,
 )
 from orchestrator.agent.errors import WorkspaceError
+from orchestrator.agent.head import take_snapshot
 from orchestrator.agent.mirror import file_url
-from orchestrator.agent.snapshot import take_snapshot
 from orchestrator.agent.workspace_git import RefusedGitCommand, check_command
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.snapshot import Actor, AgentOutcome, OutcomeKind, ReviewThread

@@ -43,9 +43,9 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import delete
 
+from orchestrator.domain.agent_files.review import Review as ParsedReview
 from orchestrator.domain.phases import Phase
-from orchestrator.domain.results import Review as ParsedReview
-from orchestrator.domain.review import render_review_comment
+from orchestrator.domain.review_decisions import render_review_comment
 from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator.domain.workpad import PRRef, ReviewState, WorkpadRecord
 from orchestrator.github.prstate import PRStatePoller

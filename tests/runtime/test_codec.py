@@ -8,21 +8,16 @@ from types import MappingProxyType
 
 import pytest
 
-from orchestrator.domain.phases import GateValue, Phase, RolloutMode, WaitingReason
-from orchestrator.domain.results import (
-    BlockedQuestion,
-    Finding,
+from orchestrator.domain.agent_files.errors import HeadMismatch, ResultError, ResultErrorKind
+from orchestrator.domain.agent_files.fix_summary import (
     FixEntry,
     FixStatus,
     FixSummary,
     FixTargetKind,
-    HeadMismatch,
-    PRDescription,
-    ResultError,
-    ResultErrorKind,
-    Review,
-    Severity,
 )
+from orchestrator.domain.agent_files.questions import BlockedQuestion, PRDescription
+from orchestrator.domain.agent_files.review import Finding, Review, Severity
+from orchestrator.domain.phases import GateValue, Phase, RolloutMode, WaitingReason
 from orchestrator.domain.snapshot import (
     AgentOutcome,
     OperatorRequest,

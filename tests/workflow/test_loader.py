@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.domain import policy as domain
+from orchestrator.domain.agent_files.review import Severity as FindingSeverity
 from orchestrator.domain.phases import Phase, RolloutMode
-from orchestrator.domain.results import Severity as FindingSeverity
 from orchestrator.workflow import PolicyError, check_workflow, flow_policy, load_workflow
 from orchestrator.workflow.catalog import Kind, settings
 from orchestrator.workflow.schema import (

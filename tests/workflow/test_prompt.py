@@ -7,13 +7,9 @@ import re
 
 import pytest
 
+from orchestrator.domain.agent_files.fix_summary import FixStatus, parse_fix_summary
+from orchestrator.domain.agent_files.review import Review, parse_review
 from orchestrator.domain.phases import Phase
-from orchestrator.domain.results import (
-    FixStatus,
-    Review,
-    parse_fix_summary,
-    parse_review,
-)
 from orchestrator.workflow import PromptRenderError
 from orchestrator.workflow.loader import Workflow
 from orchestrator.workflow.prompt import (

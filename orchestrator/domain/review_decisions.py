@@ -18,17 +18,15 @@ from difflib import SequenceMatcher
 from types import MappingProxyType
 
 from orchestrator.domain.accounts import same_account
-from orchestrator.domain.policy import ReviewPolicy
-from orchestrator.domain.results import (
-    GITHUB_BODY_LIMIT,
-    REVIEW_FORMAT,
-    Finding,
+from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
+from orchestrator.domain.agent_files.fix_summary import (
     FixEntry,
     FixStatus,
     FixSummary,
     FixTargetKind,
-    Review,
 )
+from orchestrator.domain.agent_files.review import REVIEW_FORMAT, Finding, Review
+from orchestrator.domain.policy import ReviewPolicy
 from orchestrator.domain.snapshot import ReviewThread, ThreadHistoryEntry, TurnCommit
 from orchestrator.domain.workpad import ReviewState
 

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from orchestrator.domain.bounded_json import BoundedJsonError, JsonSyntaxError, load_bounded
-from orchestrator.domain.result_errors import (
+from orchestrator.domain.agent_files.errors import (
     ResultError,
     ResultErrorKind,
     check_size,
@@ -24,6 +23,7 @@ from orchestrator.domain.result_errors import (
     normalise,
     shown,
 )
+from orchestrator.domain.bounded_json import BoundedJsonError, JsonSyntaxError, load_bounded
 
 FIX_SUMMARY_FILE = "fix-summary.json"
 

@@ -1,6 +1,6 @@
 """Reading the result files an agent leaves in ``.orchestrator/``, safely and with size limits.
 
-The content is validated by the pure parsers of :mod:`orchestrator.domain.results`;
+The content is validated by the pure parsers of :mod:`orchestrator.domain.agent_files`;
 this module only gets the bytes there, through :mod:`orchestrator.agent.safe_files`:
 without following links, blocking on special files or reading more than the limit.
 """
@@ -13,22 +13,21 @@ from pathlib import Path
 
 from orchestrator.agent.safe_files import UnsafeFile, open_folder, read_at, read_file, remove_at
 from orchestrator.agent.workspace import RESULT_DIR
-from orchestrator.domain.results import (
-    BLOCKED_FILE,
+from orchestrator.domain.agent_files.errors import ResultError, ResultErrorKind
+from orchestrator.domain.agent_files.fix_summary import (
     FIX_SUMMARY_FILE,
-    PR_DESCRIPTION_FILE,
-    REVIEW_FILE,
-    BlockedQuestion,
     FixSummary,
-    PRDescription,
-    ResultError,
-    ResultErrorKind,
-    Review,
-    parse_blocked,
     parse_fix_summary,
-    parse_pr_description,
-    parse_review,
 )
+from orchestrator.domain.agent_files.questions import (
+    BLOCKED_FILE,
+    PR_DESCRIPTION_FILE,
+    BlockedQuestion,
+    PRDescription,
+    parse_blocked,
+    parse_pr_description,
+)
+from orchestrator.domain.agent_files.review import REVIEW_FILE, Review, parse_review
 
 PROMPT_FILE = "prompt.md"
 CONTEXT_FILE = "context.json"
