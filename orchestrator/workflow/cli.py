@@ -10,7 +10,8 @@ from orchestrator.workflow.display import effective_policy_lines
 from orchestrator.workflow.import_symphony.keys import FOREIGN_KEYS
 from orchestrator.workflow.loader import Workflow, WorkflowCheck, check_workflow, display_name
 from orchestrator.workflow.problems import PromptRenderError
-from orchestrator.workflow.prompt import PROMPT_PHASES, render_samples, sample_issue
+from orchestrator.workflow.prompt import PROMPT_PHASES
+from orchestrator.workflow.prompt_samples import render_samples, sample_issue
 from orchestrator.workflow.provenance import PRECEDENCE
 
 

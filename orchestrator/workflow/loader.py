@@ -30,8 +30,8 @@ from orchestrator.workflow.prompt import (
     PROMPT_PHASES,
     PromptTemplate,
     compile_prompt,
-    render_samples,
 )
+from orchestrator.workflow.prompt_samples import render_samples
 from orchestrator.workflow.provenance import Origin
 from orchestrator.workflow.rules import RuleContext, check_rules
 from orchestrator.workflow.schema import Policy
