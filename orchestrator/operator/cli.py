@@ -67,7 +67,7 @@ def status(
         fetch_state,
         find_daemon,
     )
-    from orchestrator.web import views
+    from orchestrator.web.views.dashboard import IssueRow, cluster, issue_rows
 
     fmt = "json" if as_json else resolve("format", fmt)
     explicit = resolve("url", url)
@@ -85,7 +85,7 @@ def status(
     else:
         reached = render.Reached(None, address.reason)
     if state is not None:
-        rows = [views.IssueRow(**row) for row in state["issues"]]
+        rows = [IssueRow(**row) for row in state["issues"]]
         leader = state.get("leader")
         replicas = list(state.get("replicas") or [])
         queued_turns = int(state.get("queued_turns") or 0)
@@ -94,8 +94,8 @@ def status(
         database = _open_db(db, workflow)
         try:
             now = datetime.now(UTC)
-            rows = views.issue_rows(database, None, now)
-            found = views.cluster(database, now)
+            rows = issue_rows(database, None, now)
+            found = cluster(database, now)
         finally:
             database.close()
         leader = found.leader
@@ -137,12 +137,12 @@ def issue() -> None:
 def issue_show(ref: str, db: str | None, fmt: str | None, workflow: str | None) -> None:
     """The timeline of OWNER/REPO#N: phase events, side effects, agent runs."""
     from orchestrator.operator import render
-    from orchestrator.web import views
+    from orchestrator.web.views.issue import timeline
 
     repo, number = parse_ref(ref)
     database = _open_db(db, workflow)
     try:
-        data = views.timeline(database, repo, number)
+        data = timeline(database, repo, number)
     finally:
         database.close()
     if data is None:

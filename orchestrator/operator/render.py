@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.github.outcomes import FailingCheck
-from orchestrator.web.views import IssueRow, fold_side_effects, observation_lines
+from orchestrator.web.views.dashboard import IssueRow
+from orchestrator.web.views.issue import fold_side_effects, observation_lines
 
 COLUMNS = (
     "issue",

@@ -21,7 +21,7 @@ import zlib
 from collections.abc import Callable
 from datetime import datetime
 
-from orchestrator.github.issue_feed import IssueFeed
+from orchestrator.github.feed import IssueFeed
 from orchestrator.logs import get_logger
 from orchestrator.store.feeds import FeedStore
 

@@ -33,8 +33,8 @@ from orchestrator.github.accounting import Accounting
 from orchestrator.github.client import EtagCache, GitHubClient
 from orchestrator.github.credentials import AppInstallationTokens, StaticToken, TokenProvider
 from orchestrator.github.errors import GitHubError
+from orchestrator.github.feed import IssueFeed
 from orchestrator.github.gateway import GitHubGateway
-from orchestrator.github.issue_feed import IssueFeed
 from orchestrator.github.prstate import PRStatePoller
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.runtime.containment import (

@@ -1,6 +1,6 @@
 """GitHub Issues as the tracker: candidates by label, tracker states as labels.
 
-Candidates come from the repository's :class:`~orchestrator.github.issue_feed.IssueFeed`:
+Candidates come from the repository's :class:`~orchestrator.github.feed.IssueFeed`:
 a full, conditional read of the labelled issues once, then one conditional page
 of the issues updated since, per poll (a free 304 while nothing changed).
 """
@@ -12,8 +12,9 @@ from datetime import datetime
 
 from orchestrator.domain.snapshot import IssueRef, TrackedIssue
 from orchestrator.github.errors import GitHubError
+from orchestrator.github.feed import IssueFeed
+from orchestrator.github.feed_state import FeedItem
 from orchestrator.github.gateway import GitHubGateway
-from orchestrator.github.issue_feed import FeedItem, IssueFeed
 from orchestrator.tracker.base import TrackerSettings
 
 

@@ -25,10 +25,13 @@ from starlette.routing import Route
 from orchestrator.logs import get_logger
 from orchestrator.runtime.status import RuntimeStatus
 from orchestrator.store.database import Database
-from orchestrator.web import pages, views
 from orchestrator.web.control import DaemonControl
 from orchestrator.web.hosts import HostRule, host_name
 from orchestrator.web.metrics import make_registry, metrics_text
+from orchestrator.web.pages import dashboard as dashboard_html
+from orchestrator.web.pages import issue as issue_html
+from orchestrator.web.views import dashboard as dashboard_view
+from orchestrator.web.views import issue as issue_view
 
 OPEN_PATHS = frozenset({"/healthz", "/readyz"})
 MIN_TICK_AGE = timedelta(seconds=60)
@@ -102,18 +105,18 @@ def create_app(
     def current() -> RuntimeStatus | None:
         return status()
 
-    def cluster_view(live: RuntimeStatus | None, now: datetime) -> views.ClusterView:
-        return views.cluster(db, now, live.repos[0] if live and live.repos else None)
+    def cluster_view(live: RuntimeStatus | None, now: datetime) -> dashboard_view.ClusterView:
+        return dashboard_view.cluster(db, now, live.repos[0] if live and live.repos else None)
 
     async def dashboard(request: Request) -> Response:
         if (denied := authorized(request, False)) is not None:
             return denied
         now = clock()
         live = current()
-        rows = views.issue_rows(db, live, now)
+        rows = dashboard_view.issue_rows(db, live, now)
         cluster = cluster_view(live, now)
-        head = views.header(live, cluster.leader) if live else _no_status_header()
-        return HTMLResponse(pages.dashboard(head, rows, html_base, cluster.replicas))
+        head = dashboard_view.header(live, cluster.leader) if live else _no_status_header()
+        return HTMLResponse(dashboard_html.dashboard(head, rows, html_base, cluster.replicas))
 
     async def issue_page(request: Request) -> Response:
         if (denied := authorized(request, False)) is not None:
@@ -121,11 +124,11 @@ def create_app(
         data = _timeline(request)
         if data is None:
             return HTMLResponse("<h1>Not tracked</h1><p><a href='/'>dashboard</a></p>", 404)
-        return HTMLResponse(pages.issue_page(data, html_base))
+        return HTMLResponse(issue_html.issue_page(data, html_base))
 
     def _timeline(request: Request) -> dict[str, Any] | None:
         p = request.path_params
-        return views.timeline(db, f"{p['owner']}/{p['repo']}", int(p["number"]))
+        return issue_view.timeline(db, f"{p['owner']}/{p['repo']}", int(p["number"]))
 
     async def api_state(request: Request) -> Response:
         if (denied := authorized(request, False)) is not None:
@@ -136,11 +139,11 @@ def create_app(
         return JSONResponse(
             {
                 "as_of": now.isoformat(),
-                "daemon": views.header(live, cluster.leader).as_json() if live else None,
+                "daemon": dashboard_view.header(live, cluster.leader).as_json() if live else None,
                 "leader": cluster.leader,
                 "replicas": [replica.as_json() for replica in cluster.replicas],
                 "queued_turns": cluster.queued_turns,
-                "issues": [row.as_json() for row in views.issue_rows(db, live, now)],
+                "issues": [row.as_json() for row in dashboard_view.issue_rows(db, live, now)],
             }
         )
 
@@ -260,8 +263,8 @@ def _heartbeat_problems(db: Database, replica_id: str, now: datetime) -> list[st
     return []
 
 
-def _no_status_header() -> views.Header:
-    return views.Header(
+def _no_status_header() -> dashboard_view.Header:
+    return dashboard_view.Header(
         rollout_mode="unknown",
         brake_active=False,
         stopped_repos=(),

@@ -7,10 +7,11 @@ from pathlib import Path
 import click
 
 from orchestrator.workflow.display import effective_policy_lines
-from orchestrator.workflow.foreign import FOREIGN_KEYS
+from orchestrator.workflow.import_symphony.keys import FOREIGN_KEYS
 from orchestrator.workflow.loader import Workflow, WorkflowCheck, check_workflow, display_name
 from orchestrator.workflow.problems import PromptRenderError
-from orchestrator.workflow.prompt import PROMPT_PHASES, render_samples, sample_issue
+from orchestrator.workflow.prompt import PROMPT_PHASES
+from orchestrator.workflow.prompt_samples import render_samples, sample_issue
 from orchestrator.workflow.provenance import PRECEDENCE
 
 
@@ -191,8 +192,8 @@ def migrate_workflow(path: Path, output: Path | None, force: bool) -> None:
     The notes go to standard error. Exits with status 1 when the file has
     errors (nothing is written then).
     """
+    from orchestrator.workflow.import_symphony.migrate import migrate_text
     from orchestrator.workflow.loader import read_policy_bytes
-    from orchestrator.workflow.migrate import migrate_text
     from orchestrator.workflow.problems import Problem
 
     source = display_name(path)

@@ -3,7 +3,7 @@
 Each layer gives, per dotted key, the raw value and where it came from. Keys
 that match no setting are errors with a did-you-mean suggestion, in every layer:
 a typo in an override must not be silently ignored. The file's keys of
-Symphony's dialect are read by :mod:`orchestrator.workflow.foreign` instead.
+Symphony's dialect are read by :mod:`orchestrator.workflow.import_symphony` instead.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from orchestrator.workflow.catalog import groups, settings, suggestion
 from orchestrator.workflow.coerce import describe
 from orchestrator.workflow.document import Document, Position
-from orchestrator.workflow.foreign import Reading, lookup, read_foreign
+from orchestrator.workflow.import_symphony.keys import lookup
+from orchestrator.workflow.import_symphony.reading import Reading, read_foreign
 from orchestrator.workflow.problems import Location, Problem
 from orchestrator.workflow.provenance import Origin, OriginKind, env_location, flag_location
 

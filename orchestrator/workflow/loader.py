@@ -15,7 +15,7 @@ from pathlib import Path
 
 from orchestrator.workflow.build import build_policy
 from orchestrator.workflow.document import parse_document
-from orchestrator.workflow.foreign import is_symphony_dialect
+from orchestrator.workflow.import_symphony.keys import is_symphony_dialect
 from orchestrator.workflow.layers import file_location, from_document, from_environment, from_flags
 from orchestrator.workflow.problems import (
     Location,
@@ -30,8 +30,8 @@ from orchestrator.workflow.prompt import (
     PROMPT_PHASES,
     PromptTemplate,
     compile_prompt,
-    render_samples,
 )
+from orchestrator.workflow.prompt_samples import render_samples
 from orchestrator.workflow.provenance import Origin
 from orchestrator.workflow.rules import RuleContext, check_rules
 from orchestrator.workflow.schema import Policy

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.sim.testing import SimWorld
-from orchestrator.web import views
+from orchestrator.web.views.dashboard import IssueRow, issue_rows
 
 from .harness import Flow, flow_for
 
@@ -35,8 +35,8 @@ def _tracker_state(issue: dict[str, Any]) -> str:
     return states[0] if states else "Todo"
 
 
-def _row(flow: Flow, number: int) -> views.IssueRow:
-    rows = views.issue_rows(flow.d.db, None, datetime.now(UTC))
+def _row(flow: Flow, number: int) -> IssueRow:
+    rows = issue_rows(flow.d.db, None, datetime.now(UTC))
     return next(row for row in rows if row.number == number)
 
 

@@ -9,7 +9,8 @@ from random import Random
 from typing import Any
 
 from orchestrator.github.client import GitHubClient
-from orchestrator.github.issue_feed import FeedItem, FeedRead, IssueFeed
+from orchestrator.github.feed import FeedRead, IssueFeed
+from orchestrator.github.feed_state import FeedItem
 from orchestrator.runtime.feed_keeper import decode, encode
 from orchestrator.sim.testing import SimWorld, running_world
 

@@ -46,7 +46,7 @@ def test_nothing_is_shown_when_nothing_failed() -> None:
 def test_the_last_failure_is_the_newest_runs_error_flattened() -> None:
     from types import SimpleNamespace
 
-    from orchestrator.web.views import _last_failure
+    from orchestrator.web.views.issue import _last_failure
 
     ok = SimpleNamespace(outcome="completed", error=None)
     error = "agent exited with code 1:\n  401 Unauthorized"

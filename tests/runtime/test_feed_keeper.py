@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from orchestrator.github.issue_feed import IssueFeed
+from orchestrator.github.feed import IssueFeed
 from orchestrator.runtime.feed_keeper import FeedKeeper, decode, encode
 from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store.database import Database

@@ -22,9 +22,10 @@ from orchestrator.operator import render
 from orchestrator.runtime.cluster import poll_lease_name
 from orchestrator.runtime.status import RuntimeStatus
 from orchestrator.store.database import Database
-from orchestrator.web import pages, views
 from orchestrator.web.app import readiness_problems
 from orchestrator.web.metrics import make_registry, metrics_text
+from orchestrator.web.pages import dashboard as dashboard_html
+from orchestrator.web.views import dashboard as dashboard_view
 from tests.web.conftest import NOW, make_status, populate
 
 REPO = "acme/app"
@@ -110,7 +111,7 @@ def samples(text: bytes) -> tuple[set[str], dict[tuple[str, tuple[tuple[str, str
 
 
 def test_cluster_lists_every_replica_with_its_role_presence_and_turns(db: Database) -> None:
-    cluster = views.cluster(db, NOW, REPO)
+    cluster = dashboard_view.cluster(db, NOW, REPO)
     assert cluster.leader == LEADER
     by_id = {r.replica_id: r for r in cluster.replicas}
     assert [r.replica_id for r in cluster.replicas] == [LEADER, FOLLOWER, DEAD, STOPPED]
@@ -135,10 +136,10 @@ def test_cluster_lists_every_replica_with_its_role_presence_and_turns(db: Databa
 def test_without_a_repository_the_one_replica_leading_anything_is_the_leader(
     db: Database,
 ) -> None:
-    assert views.cluster(db, NOW).leader == LEADER
+    assert dashboard_view.cluster(db, NOW).leader == LEADER
     # Once its lease expired (judged on the store's clock) nobody leads.
-    assert views.cluster(db, NOW + LIVE * 2).leader is None
-    assert views.cluster(db, NOW + LIVE * 2, REPO).leader is None
+    assert dashboard_view.cluster(db, NOW + LIVE * 2).leader is None
+    assert dashboard_view.cluster(db, NOW + LIVE * 2, REPO).leader is None
 
 
 def test_open_claims_by_owner_count_queued_ones_under_none(db: Database) -> None:
@@ -210,10 +211,10 @@ def test_no_status_no_metrics(db: Database) -> None:
 
 
 def test_a_follower_header_names_the_leader_instead_of_a_tick(db: Database) -> None:
-    cluster = views.cluster(db, NOW, REPO)
-    head = views.header(follower_status(), cluster.leader)
+    cluster = dashboard_view.cluster(db, NOW, REPO)
+    head = dashboard_view.header(follower_status(), cluster.leader)
     assert (head.role, head.leader) == ("follower", LEADER)
-    page = pages.dashboard(head, [], "http://github.test", cluster.replicas)
+    page = dashboard_html.dashboard(head, [], "http://github.test", cluster.replicas)
     assert f"follower of <b>{LEADER}</b>" in page
     assert "last tick:" not in page
     assert '<table class="replicas">' in page
@@ -227,15 +228,15 @@ def test_a_follower_header_names_the_leader_instead_of_a_tick(db: Database) -> N
 
 
 def test_the_leader_header_keeps_its_last_tick(db: Database) -> None:
-    head = views.header(make_status(replica_id=LEADER), LEADER)
-    page = pages.dashboard(head, [], "http://github.test")
+    head = dashboard_view.header(make_status(replica_id=LEADER), LEADER)
+    page = dashboard_html.dashboard(head, [], "http://github.test")
     assert "last tick: " in page and "(42 ticks)" in page
     assert f"replica: {LEADER} (leader)" in page and "follower of" not in page
 
 
 def test_a_follower_without_any_leader_says_so() -> None:
-    head = views.header(follower_status(), None)
-    page = pages.dashboard(head, [], "http://github.test")
+    head = dashboard_view.header(follower_status(), None)
+    page = dashboard_html.dashboard(head, [], "http://github.test")
     assert "follower (no replica leads now)" in page
 
 
@@ -243,8 +244,8 @@ def test_a_follower_without_any_leader_says_so() -> None:
 
 
 def test_status_text_names_the_leader_and_lists_the_replicas(db: Database) -> None:
-    cluster = views.cluster(db, NOW, REPO)
-    head = views.header(follower_status(), cluster.leader).as_json()
+    cluster = dashboard_view.cluster(db, NOW, REPO)
+    head = dashboard_view.header(follower_status(), cluster.leader).as_json()
     lines = render.header_lines(head)
     assert f"replica {FOLLOWER}: follower of {LEADER}" in lines[0]
     table = render.replica_lines(cluster.leader, [r.as_json() for r in cluster.replicas])
@@ -255,7 +256,7 @@ def test_status_text_names_the_leader_and_lists_the_replicas(db: Database) -> No
     assert rows[FOLLOWER][1:3] == ["follower", "yes"] and rows[FOLLOWER][-1] == "1"
     assert rows[DEAD][1:3] == ["-", "no"]
     assert rows[STOPPED][1:3] == ["-", "stopped"]
-    leader_head = views.header(make_status(replica_id=LEADER), LEADER).as_json()
+    leader_head = dashboard_view.header(make_status(replica_id=LEADER), LEADER).as_json()
     assert f"replica {LEADER}: leader, last tick: " in render.header_lines(leader_head)[0]
 
 

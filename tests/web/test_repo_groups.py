@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from orchestrator.web import pages, views
+from orchestrator.web.pages.dashboard import dashboard
+from orchestrator.web.views.dashboard import IssueRow, header
 
 from .conftest import make_status
 
 
-def row(repo: str, number: int) -> views.IssueRow:
-    return views.IssueRow(
+def row(repo: str, number: int) -> IssueRow:
+    return IssueRow(
         repo=repo,
         number=number,
         title=f"Issue {number}",
@@ -36,9 +37,9 @@ def row(repo: str, number: int) -> views.IssueRow:
 
 def test_issues_of_several_repositories_are_grouped_under_their_names() -> None:
     status = make_status(repos=("acme/widgets", "acme/gadgets"), stopped_repos=("acme/gadgets",))
-    head = views.header(status, status.replica_id)
+    head = header(status, status.replica_id)
     rows = [row("acme/widgets", 1), row("acme/gadgets", 4), row("acme/widgets", 2)]
-    page = pages.dashboard(head, rows, "http://github.test")
+    page = dashboard(head, rows, "http://github.test")
     assert "repositories: acme/widgets, acme/gadgets" in page
     assert head.as_json()["repos"] == ("acme/widgets", "acme/gadgets")
     gadgets = page.index('id="repo-acme/gadgets"')
@@ -56,6 +57,6 @@ def test_issues_of_several_repositories_are_grouped_under_their_names() -> None:
 
 def test_one_repository_has_no_heading() -> None:
     status = make_status()
-    head = views.header(status, status.replica_id)
-    page = pages.dashboard(head, [row("acme/widgets", 1)], "http://github.test")
+    head = header(status, status.replica_id)
+    page = dashboard(head, [row("acme/widgets", 1)], "http://github.test")
     assert 'class="repo"' not in page and 'id="acme/widgets#1"' in page

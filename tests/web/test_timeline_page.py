@@ -7,7 +7,7 @@ from html import unescape
 
 import httpx
 
-from orchestrator.web import views
+from orchestrator.web.views.issue import fold_side_effects, observation_lines
 from tests.web.conftest import (
     FINISHED,
     FINISHED_HEAD,
@@ -45,7 +45,7 @@ def test_consecutive_workpad_updates_fold_into_one_line_with_count_and_times() -
         _effect("set_labels", 8),
         _effect("upsert_workpad", 9),
     ]
-    folded = views.fold_side_effects(effects)
+    folded = fold_side_effects(effects)
     assert [(e["kind"], e["status"], e["count"]) for e in folded] == [
         ("create_pr", "done", 1),
         ("upsert_workpad", "done", 3),
@@ -63,7 +63,7 @@ def test_consecutive_workpad_updates_fold_into_one_line_with_count_and_times() -
 
 
 def test_the_observation_reads_as_lines_without_codec_fields() -> None:
-    lines = views.observation_lines(
+    lines = observation_lines(
         {
             "__type__": "Observation",
             "last_observed_at": "2026-11-25T06:15:49+00:00",

@@ -23,7 +23,7 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import YAMLError
 
 from orchestrator.workflow.catalog import Kind, groups, settings, suggestion
-from orchestrator.workflow.foreign import FOREIGN_KEYS
+from orchestrator.workflow.import_symphony.keys import FOREIGN_KEYS
 
 ROOT = Path(__file__).resolve().parents[2]
 # A dotted name standing on its own: not part of a path, a URL or a longer dotted name.

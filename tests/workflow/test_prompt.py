@@ -18,10 +18,8 @@ from orchestrator.workflow.prompt import (
     PromptWorkspace,
     default_prompt_source,
     policy_variables,
-    render_samples,
-    sample_issue,
-    sample_workspace,
 )
+from orchestrator.workflow.prompt_samples import render_samples, sample_issue, sample_workspace
 from tests.workflow.conftest import ENV, MINIMAL, TOKEN, check
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -6,7 +6,7 @@ import pytest
 
 from orchestrator.domain.policy import ReviewActOn
 from orchestrator.workflow import flow_policy
-from orchestrator.workflow.prompt import render_samples
+from orchestrator.workflow.prompt_samples import render_samples
 from orchestrator.workflow.provenance import OriginKind
 from orchestrator.workflow.schema import Phase
 from tests.workflow.conftest import ENV, MINIMAL, check

@@ -22,9 +22,9 @@ from orchestrator.sim.testing import running_world
 from orchestrator.tracker.linear_approval import linear_approval
 from orchestrator.workflow import flow_policy
 from orchestrator.workflow.catalog import groups, suggestion
-from orchestrator.workflow.foreign import FOREIGN_KEYS
+from orchestrator.workflow.import_symphony.keys import FOREIGN_KEYS
+from orchestrator.workflow.import_symphony.migrate import migrate_text
 from orchestrator.workflow.loader import check_workflow
-from orchestrator.workflow.migrate import migrate_text
 from orchestrator.workflow.prompt import PromptIssue, PromptWorkspace
 from orchestrator.workflow.schema import AgentPreset, TrackerKind
 from tests.workflow.conftest import check

@@ -22,6 +22,9 @@ move an item's ``updated_at``, so none of them is missed.
 
 Deleted and transferred issues move no ``updated_at``: a tracked one is found
 gone the next time the daemon starts (its number answers 404 or 410).
+
+What the feed keeps is saved and resumed as plain data through
+:mod:`orchestrator.github.feed_state`.
 """
 
 from __future__ import annotations
@@ -31,12 +34,22 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 from orchestrator.github.client import GitHubClient
 from orchestrator.github.errors import GitHubError
+from orchestrator.github.feed_state import (
+    FeedItem,
+    Pages,
+    as_list,
+    belongs,
+    export_state,
+    format_time,
+    parse_time,
+    read_state,
+)
 from orchestrator.github.retry import header
 from orchestrator.logs import get_logger
 
@@ -48,31 +61,6 @@ _NEXT_LINK = re.compile(r'<([^>]+)>;\s*rel="next"')
 DEFAULT_OVERLAP_S = 120.0
 
 
-@dataclass(frozen=True, slots=True)
-class FeedItem:
-    """An issue or pull request as the feed keeps it."""
-
-    number: int
-    is_pull_request: bool
-    is_open: bool
-    title: str
-    labels: frozenset[str]
-    created_at: str
-    updated_at: str
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> FeedItem:
-        return cls(
-            number=int(data["number"]),
-            is_pull_request="pull_request" in data,
-            is_open=data.get("state") == "open",
-            title=str(data.get("title") or ""),
-            labels=frozenset(str(label["name"]) for label in data.get("labels") or ()),
-            created_at=str(data["created_at"]),
-            updated_at=str(data.get("updated_at") or data["created_at"]),
-        )
-
-
 @dataclass(frozen=True)
 class FeedRead:
     """What one refresh cost and found."""
@@ -80,14 +68,6 @@ class FeedRead:
     cold: bool
     requests: int
     changed: int
-
-
-def _parse(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def _format(value: datetime) -> str:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class IssueFeed:
@@ -128,7 +108,7 @@ class IssueFeed:
         # The newest updated_at of the first full read: what the feed started from.
         self._started: str | None = None
         # The incremental window's pages: URL -> (ETag, next page's URL).
-        self._memo: dict[str, tuple[str | None, str | None]] = {}
+        self._memo: Pages = {}
         # Grows with every change of what an export holds (see revision).
         self._revision = 0
 
@@ -145,70 +125,36 @@ class IssueFeed:
         with self._lock:
             if self._newest is None:
                 return None
-            return {
-                "repo": self.repo,
-                "required_labels": sorted(self.required_labels),
-                "watched": sorted(self._watched),
-                "newest": self._newest,
-                # The incremental window and its pages' ETags: a quiet restart's first
-                # read is then the same conditional pages, answered 304.
-                "since": self._since,
-                "pages": [[url, etag, after] for url, (etag, after) in self._memo.items()],
-                "pinned": sorted(self._pinned),
-                "items": [
-                    [
-                        item.number,
-                        item.is_pull_request,
-                        item.is_open,
-                        item.title,
-                        sorted(item.labels),
-                        item.created_at,
-                        item.updated_at,
-                    ]
-                    for item in self._items.values()
-                ],
-            }
+            return export_state(
+                repo=self.repo,
+                required_labels=self.required_labels,
+                watched=self._watched,
+                newest=self._newest,
+                since=self._since,
+                pages=self._memo,
+                pinned=self._pinned,
+                items=self._items.values(),
+            )
 
     def restore(self, state: dict[str, Any]) -> bool:
         """Take a state :meth:`export` made, if it belongs to this feed (same repository
         and required labels) and the feed is still cold; the next refresh then reads the
         updates since it, not every issue. ValueError names what is malformed."""
-        if state.get("repo") != self.repo:
+        if not belongs(state, self.repo, self.required_labels):
             return False
-        if set(state.get("required_labels") or ()) != set(self.required_labels):
-            return False
-        newest = _timestamp(state.get("newest"), "newest")
-        items = {}
-        for index, raw in enumerate(_list(state.get("items"))):
-            item = _item(raw, f"items[{index}]")
-            items[item.number] = item
-        pinned = {int(n) for n in _list(state.get("pinned")) if isinstance(n, int)}
-        since = state.get("since")
-        if since is not None:
-            _timestamp(since, "since")
-        memo = {}
-        for index, page in enumerate(_list(state.get("pages"))):
-            if (
-                not isinstance(page, list)
-                or len(page) != 3
-                or not isinstance(page[0], str)
-                or not all(part is None or isinstance(part, str) for part in page[1:])
-            ):
-                raise ValueError(f"pages[{index}]: not a page of [url, etag, next url]")
-            memo[page[0]] = (page[1], page[2])
-        watched = frozenset(str(label) for label in _list(state.get("watched")))
+        saved = read_state(state)
         with self._lock:
             if self._newest is not None:
                 return False
-            self._items = items
-            self._pinned = pinned
-            self._watched = watched
-            self._newest = newest
+            self._items = saved.items
+            self._pinned = saved.pinned
+            self._watched = saved.watched
+            self._newest = saved.newest
             # An item the feed did not keep moved only if it changed after the save.
-            self._started = newest
-            self._seen = {number: item.updated_at for number, item in items.items()}
-            self._memo = memo if since is not None else {}
-            self._since = since
+            self._started = saved.newest
+            self._seen = {number: item.updated_at for number, item in saved.items.items()}
+            self._memo = saved.pages if saved.since is not None else {}
+            self._since = saved.since
             self._revision += 1
         return True
 
@@ -317,7 +263,7 @@ class IssueFeed:
             # Nothing to keep (every issue closed, say): the repository's latest update
             # still dates the next read, or every tick would read everything again.
             requests += 1
-            latest = _list(
+            latest = as_list(
                 client.request(
                     "GET",
                     f"/repos/{self.repo}/issues",
@@ -336,7 +282,7 @@ class IssueFeed:
             # A cold read of an empty repository stays cold: nothing dates the next read.
             if newest is not None:
                 # Whatever changed while the lists were paging is read again next time.
-                self._newest = _format(_parse(newest) - timedelta(seconds=took))
+                self._newest = format_time(parse_time(newest) - timedelta(seconds=took))
                 if self._started is None:
                     self._started = newest
             self._memo = {}
@@ -348,12 +294,12 @@ class IssueFeed:
     def _incremental(self, client: GitHubClient) -> FeedRead:
         with self._lock:
             assert self._newest is not None
-            newest = _parse(self._newest)
+            newest = parse_time(self._newest)
             # The window keeps its start (and so its URLs and ETags: 304s while quiet) until
             # it spans twice the overlap; then it starts again one overlap before the newest.
             since = self._since
-            if since is None or newest - _parse(since) > timedelta(seconds=2 * self.overlap_s):
-                since = _format(newest - timedelta(seconds=self.overlap_s))
+            if since is None or newest - parse_time(since) > timedelta(seconds=2 * self.overlap_s):
+                since = format_time(newest - timedelta(seconds=self.overlap_s))
             memo = self._memo if since == self._since else {}
         query = urlencode(
             {"state": "all", "since": since, "sort": "updated", "direction": "desc"}
@@ -364,7 +310,7 @@ class IssueFeed:
         url: str | None = f"/repos/{self.repo}/issues?{query}"
         requests = 0
         changed: list[FeedItem] = []
-        pages: dict[str, tuple[str | None, str | None]] = {}
+        pages: Pages = {}
         while url is not None and url not in pages:
             known = memo.get(url)
             headers = {"If-None-Match": known[0]} if known and known[0] else None
@@ -373,7 +319,7 @@ class IssueFeed:
             if page.status == 304 and known is not None:
                 pages[url] = known
             else:
-                changed.extend(FeedItem.of(data) for data in _list(page.data))
+                changed.extend(FeedItem.of(data) for data in as_list(page.data))
                 link = _NEXT_LINK.search(header(page.headers, "link") or "")
                 pages[url] = (header(page.headers, "etag"), link.group(1) if link else None)
             url = pages[url][1]
@@ -444,45 +390,9 @@ class IssueFeed:
             params={"per_page": 100, **params},
             conditional=conditional,
         )
-        yield _list(page.data)
+        yield as_list(page.data)
         link = _NEXT_LINK.search(header(page.headers, "link") or "")
         while link:
             page = client.request("GET", link.group(1), conditional=conditional)
-            yield _list(page.data)
+            yield as_list(page.data)
             link = _NEXT_LINK.search(header(page.headers, "link") or "")
-
-
-def _list(data: Any) -> list[Any]:
-    return data if isinstance(data, list) else []
-
-
-def _timestamp(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{where}: not a timestamp: {value!r}")
-    try:
-        _parse(value)
-    except ValueError:
-        raise ValueError(f"{where}: not a timestamp: {value!r}") from None
-    return value
-
-
-def _item(raw: Any, where: str) -> FeedItem:
-    """An item of an exported state: [number, is_pr, is_open, title, labels, created, updated]."""
-    if not isinstance(raw, list) or len(raw) != 7:
-        raise ValueError(f"{where}: not an item of seven fields")
-    number, is_pr, is_open, title, labels, created_at, updated_at = raw
-    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
-        raise ValueError(f"{where}: number: not a positive integer: {number!r}")
-    if not isinstance(is_pr, bool) or not isinstance(is_open, bool):
-        raise ValueError(f"{where}: is_pull_request and is_open must be booleans")
-    if not isinstance(title, str) or not isinstance(labels, list):
-        raise ValueError(f"{where}: title must be text and labels a list")
-    return FeedItem(
-        number=number,
-        is_pull_request=is_pr,
-        is_open=is_open,
-        title=title,
-        labels=frozenset(str(label) for label in labels),
-        created_at=_timestamp(created_at, f"{where}: created_at"),
-        updated_at=_timestamp(updated_at, f"{where}: updated_at"),
-    )

@@ -1,7 +1,7 @@
 """``orchestrator migrate-workflow``: a Symphony or pi-symphony WORKFLOW.md in our own keys.
 
 The front matter is read exactly as the loader reads it (Symphony's keys become
-ours, see :mod:`orchestrator.workflow.foreign`), then written back in schema
+ours, see :mod:`orchestrator.workflow.import_symphony.keys`), then written back in schema
 order with a YAML comment wherever behaviour differs: keys read from
 Symphony's, keys dropped and why, a ``git clone`` in ``after_create`` (the
 runtime has checked the repository out already), and prompt lines that ask the
@@ -23,7 +23,7 @@ from ruamel.yaml.scalarstring import LiteralScalarString
 
 from orchestrator.workflow.catalog import groups, settings
 from orchestrator.workflow.document import parse_document
-from orchestrator.workflow.foreign import Reading
+from orchestrator.workflow.import_symphony.reading import Reading
 from orchestrator.workflow.layers import read_document
 from orchestrator.workflow.problems import Location, Problem, Severity
 
