@@ -2,6 +2,7 @@
 
 Merging needs every gate to pass (or not apply) on one and the same head commit;
 the workpad and the dashboard show the gates so an operator sees why nothing happens.
+The kill-switch rule lives here (:func:`kill_switch_active`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from orchestrator.domain.accounts import account_key, same_account
+from orchestrator.domain.labels import has_label
 from orchestrator.domain.phases import GateValue
 from orchestrator.domain.policy import ApprovalSource, FlowPolicy
 from orchestrator.domain.snapshot import (
@@ -133,6 +135,26 @@ def checks_state(checks: ChecksSummary | None, head_sha: str, required: Iterable
     if checks.pending or not checks.passed:
         return PENDING
     return PASS
+
+
+def carries_stop_label(labels: Iterable[str], policy: FlowPolicy) -> bool:
+    """Whether ``labels`` hold the policy's stop label, in any case (as GitHub compares names).
+
+    The one kill-switch label rule: the planner, the cancelling of running turns and
+    the side-effect gate all ask it.
+    """
+    return has_label(labels, policy.kill_switch_label)
+
+
+def kill_switch_active(item: IssueSnapshot, policy: FlowPolicy, switches: KillSwitches) -> bool:
+    """A kill switch covers the issue: the local file, a switch on its repository, or the
+    stop label on the issue or on its pull request."""
+    pr = item.pr
+    return (
+        switches.covers_repo(item.issue.ref.repo)
+        or carries_stop_label(item.issue.labels, policy)
+        or (pr is not None and carries_stop_label(pr.labels, policy))
+    )
 
 
 def _latest_event(label: str, events: Iterable[LabelEvent]) -> LabelEvent | None:
@@ -370,20 +392,13 @@ def evaluate_gates(
 ) -> Gates:
     """Every gate of one issue (written as one pass: it runs for every tracked issue each tick)."""
     issue = item.issue
-    labels = issue.labels
     pr = item.pr
     record = item.record
     review = record.workpad.review if record is not None else _NO_REVIEW
 
     # ownership: the label, and a record that still says it is owned.
-    owned = policy.ownership_label in labels and (record is None or record.workpad.owned)
-
-    # kill_switch: the local file, a repo-wide switch, or the stop label on the issue or PR.
-    stop = policy.kill_switch_label
-    killed = (
-        switches.covers_repo(issue.ref.repo)
-        or stop in labels
-        or (pr is not None and stop in pr.labels)
+    owned = has_label(issue.labels, policy.ownership_label) and (
+        record is None or record.workpad.owned
     )
 
     # checks: green on exactly the current head.
@@ -424,7 +439,7 @@ def evaluate_gates(
 
     return Gates(
         ownership=PASS if owned else FAIL,
-        kill_switch=FAIL if killed else PASS,
+        kill_switch=FAIL if kill_switch_active(item, policy, switches) else PASS,
         checks=checks,
         human_approval=human_approval_gate(item, policy, self_login),
         mergeability=mergeability,

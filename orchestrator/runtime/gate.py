@@ -27,6 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from orchestrator.domain.actions import SideEffect, SideEffectKind, allowed_in
+from orchestrator.domain.gates import carries_stop_label
 from orchestrator.domain.phases import RolloutMode
 from orchestrator.domain.record_updates import EffectResult, apply_effect_result, new_record
 from orchestrator.domain.workpad import parse_workpad, render_workpad
@@ -205,10 +206,9 @@ class SideEffectGate:
         labels = self.switches.issue_labels(effect.issue)
         if force or labels is None or not labels.fresh(self.switches.max_age_s):
             labels = self._read_labels(effect, row)
-        stop = view.flow.kill_switch_label.casefold()
-        if stop in {label.casefold() for label in labels.issue}:
+        if carries_stop_label(labels.issue, view.flow):
             return f"the issue carries the stop label {view.flow.kill_switch_label}"
-        if stop in {label.casefold() for label in labels.pr}:
+        if carries_stop_label(labels.pr, view.flow):
             return f"the pull request carries the stop label {view.flow.kill_switch_label}"
         return None
 
