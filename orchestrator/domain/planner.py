@@ -31,7 +31,8 @@ from orchestrator.domain.gates import FAIL, PASS, Gates, evaluate_gates, head_si
 from orchestrator.domain.phases import AGENT_PHASES, Phase, RolloutMode, WaitingReason, is_allowed
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.record_updates import apply_transition, new_record
-from orchestrator.domain.selection import candidate_order, effective_mode
+from orchestrator.domain.rollout import issue_mode
+from orchestrator.domain.selection import candidate_order
 from orchestrator.domain.snapshot import IssueSnapshot, PRStatus, RunningAgent, Snapshot
 from orchestrator.domain.workpad import (
     WORKPAD_COMMENT_MARKER,
@@ -113,7 +114,7 @@ def _plan_issue(
     running: RunningAgent | None,
 ) -> _Planned:
     gates = evaluate_gates(item, policy, snapshot.kill_switches, snapshot.self_login)
-    mode = effective_mode(item, policy)
+    mode = issue_mode(item, policy)
     # In observe mode the rules still decide as if allowed, to name the intended action.
     intent = RolloutMode.MERGE if mode is RolloutMode.OBSERVE else mode
     decision, tracked = _decide(

@@ -30,6 +30,7 @@ from orchestrator.domain.actions import SideEffect, SideEffectKind, allowed_in
 from orchestrator.domain.gates import carries_stop_label
 from orchestrator.domain.phases import RolloutMode
 from orchestrator.domain.record_updates import EffectResult, apply_effect_result, new_record
+from orchestrator.domain.rollout import effective_mode
 from orchestrator.domain.workpad import parse_workpad, render_workpad
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.logs import get_logger
@@ -41,7 +42,6 @@ from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence, FenceLost
 from orchestrator.store.models import SideEffectStatus
 from orchestrator.tracker.linear_client import LinearError
-from orchestrator.workflow import effective_rollout_mode
 
 log = get_logger(__name__)
 
@@ -117,9 +117,7 @@ class SideEffectGate:
             log.warning("side_effect_unchecked", **_fields(effect), error=reason)
             return GateOutcome(Verdict.FAILED, row, reason=reason)
         labels = self.switches.issue_labels(effect.issue)
-        mode = effective_rollout_mode(
-            view.policy, (labels.issue | labels.pr) if labels is not None else ()
-        )
+        mode = effective_mode(view.flow, *((labels.issue, labels.pr) if labels is not None else ()))
         if stop is not None:
             return self._refuse(request, SideEffectStatus.REFUSED_BY_KILL_SWITCH, stop, mode)
         # (b) the issue's rollout mode.
