@@ -17,6 +17,7 @@ from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource
 from orchestrator.agent.errors import AgentLayerError
 from orchestrator.domain.actions import PayloadValue, SideEffect, SideEffectKind
+from orchestrator.domain.approval import ApprovalRecheck, approval_lapsed
 from orchestrator.domain.pr_body import closes_tracked, merge_human_edits
 from orchestrator.domain.record_updates import EffectResult
 from orchestrator.domain.results import GITHUB_BODY_LIMIT
@@ -264,31 +265,28 @@ class GitHubWrites:
         result = self.github.gateway.mark_ready_for_review(_text(effect.payload, "node_id"))
         return _problem(result) or _ok(ready=int(bool(result)))
 
-    def _approval_lapsed(
+    def _recheck_approval(
         self, effect: SideEffect, target: WriteTarget, view: PolicyView
-    ) -> str | None:
-        """Why the approval the plan saw no longer holds right now (None: it holds).
-
-        Permissions are read fresh, not from the cache: a writer demoted to read
-        a minute ago no longer approves anything. A label approval needs one of
-        its labels still on the issue or the pull request.
-        """
+    ) -> ApprovalRecheck:
+        """The merge's approval read again, uncached: a writer demoted a minute ago no longer
+        approves, and a label approval needs one of its labels still on the issue or PR."""
         payload = effect.payload
         gateway = self.github.gateway
-        approvers = _names(payload, "approvers")
-        if payload.get("approval_required") and not approvers:
-            return "no approver is recorded for this head"
-        for login in approvers:
-            if not gateway.can_write(target.repo, login, fresh=True):
-                return f"the approver {login} no longer has write permission"
-        labels = set(_names(payload, "approval_labels"))
-        if labels:
-            present: set[str] = set()
-            for number in self._labelled(target, _number(payload, "pr_number")):
-                present |= gateway.issue_labels(target.repo, number)
-            if labels.isdisjoint(present):
-                return "the approval label was removed"
-        return None
+        lost = {
+            login: f"the approver {login} no longer has write permission"
+            for login in _names(payload, "approvers")
+            if not gateway.can_write(target.repo, login, fresh=True)
+        }
+        labelled = bool(_names(payload, "approval_labels"))
+        return ApprovalRecheck(lost, self._labels_now(target, payload) if labelled else frozenset())
+
+    def _labels_now(
+        self, target: WriteTarget, payload: Mapping[str, PayloadValue]
+    ) -> frozenset[str]:
+        present: set[str] = set()
+        for number in self._labelled(target, _number(payload, "pr_number")):
+            present |= self.github.gateway.issue_labels(target.repo, number)
+        return frozenset(present)
 
     def _labelled(self, target: WriteTarget, pr_number: int) -> set[int]:
         """The GitHub issue and pull request whose labels may carry an approval."""
@@ -297,7 +295,12 @@ class GitHubWrites:
     def _merge(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
         payload = effect.payload
         head = _text(payload, "head_sha")
-        lapsed = self._approval_lapsed(effect, target, view)
+        lapsed = approval_lapsed(
+            _names(payload, "approvers"),
+            _names(payload, "approval_labels"),
+            required=bool(payload.get("approval_required")),
+            recheck=self._recheck_approval(effect, target, view),
+        )
         if lapsed is not None:
             return _failed(f"not merged: {lapsed}")
         result = self.github.gateway.merge_if_head_matches(
