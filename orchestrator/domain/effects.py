@@ -10,7 +10,6 @@ from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
 from orchestrator.domain.agent_files.questions import BlockedQuestion, PRDescription
 from orchestrator.domain.agent_files.review import Review
 from orchestrator.domain.flow import IssueContext
-from orchestrator.domain.gates import current_approval, stale_approval_labels
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import TrackerState
 from orchestrator.domain.pr_body import (
@@ -227,7 +226,7 @@ def merge_pr(ctx: IssueContext, pr: PullRequest) -> SideEffect:
     The approvers and approval labels go along so the write re-checks, right before
     the call, that each approver still has write permission and a label is still there.
     """
-    approval = current_approval(ctx.item, ctx.policy, ctx.self_login)
+    approval = ctx.approval
     return side_effect(
         ctx.ref,
         pr.head_sha,
@@ -290,20 +289,20 @@ def withdraw_stale_approvals(ctx: IssueContext) -> list[SideEffect]:
     pr = ctx.pr
     if pr is None or pr.status is not PRStatus.OPEN:
         return []
-    stale = stale_approval_labels(ctx.item, ctx.policy)
+    stale = ctx.approval.stale
     if not stale:
         return []
     found: list[SideEffect] = []
-    for place, label, event in stale:
-        number = pr.number if place == "pr" else ctx.ref.number
+    for entry in stale:
+        number = pr.number if entry.place == "pr" else ctx.ref.number
         found.append(
             side_effect(
                 ctx.ref,
-                f"stale-approval:{place}:{label}:{_stamp(event.at)}:{pr.head_sha}",
-                SetLabels(remove=(label,), on_number=number),
+                f"stale-approval:{entry.place}:{entry.label}:{_stamp(entry.added.at)}:{pr.head_sha}",
+                SetLabels(remove=(entry.label,), on_number=number),
             )
         )
-    labels = ", ".join(f"`{label}`" for _, label, _ in stale)
+    labels = ", ".join(f"`{entry.label}`" for entry in stale)
     found.append(
         post_comment(
             ctx,

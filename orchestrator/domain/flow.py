@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from orchestrator.domain.accounts import account_key
 from orchestrator.domain.actions import (
     Cancel,
     Dispatch,
@@ -18,7 +17,8 @@ from orchestrator.domain.actions import (
     side_effect,
 )
 from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
-from orchestrator.domain.gates import Gates, approved_since, qualifies_as_human
+from orchestrator.domain.approval import ApprovalView, latest_verdicts
+from orchestrator.domain.gates import Gates
 from orchestrator.domain.phases import PHASE_CLASS, Phase, PhaseClass, RolloutMode, WaitingReason
 from orchestrator.domain.policy import FlowPolicy, ReviewActOn
 from orchestrator.domain.review_decisions import (
@@ -49,6 +49,8 @@ class IssueContext:
     policy: FlowPolicy
     now: datetime
     gates: Gates
+    # The approval of the current head, evaluated once for the gates and the rules.
+    approval: ApprovalView
     mode: RolloutMode
     running: RunningAgent | None
     self_login: str | None
@@ -245,15 +247,9 @@ def pr_feedback(ctx: IssueContext, pr: PullRequest) -> Feedback:
                 bouncing.append(thread)
         else:
             actionable.append(thread)
-    latest: dict[str, tuple[ReviewVerdict, str]] = {}
-    for review in sorted(pr.reviews, key=lambda r: r.submitted_at) if pr.reviews else ():
-        if review.verdict is not ReviewVerdict.COMMENTED and qualifies_as_human(
-            review.author, ctx.self_login
-        ):
-            latest[account_key(review.author.login)] = (review.verdict, review.commit_sha)
     changes = any(
         verdict is ReviewVerdict.CHANGES_REQUESTED and sha == pr.head_sha
-        for verdict, sha in latest.values()
+        for verdict, sha in latest_verdicts(pr, ctx.self_login).values()
     )
     return Feedback(tuple(actionable), tuple(bouncing), tuple(awaiting), changes)
 
@@ -268,7 +264,7 @@ def _settled_by_approval(ctx: IssueContext, thread: ReviewThread) -> bool:
         (c.created_at for c in reversed(thread.comments) if is_self(c.author, ctx.self_login)),
         thread.last_comment_at,
     )
-    return held_at is not None and approved_since(ctx.item, ctx.policy, ctx.self_login, held_at)
+    return held_at is not None and ctx.approval.given_after(held_at)
 
 
 def pr_is_gone(pr: PullRequest | None) -> bool:

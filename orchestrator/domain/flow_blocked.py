@@ -7,8 +7,8 @@ state untouched; an operator may instead name a working phase.
 from __future__ import annotations
 
 from orchestrator.domain import effects
+from orchestrator.domain.approval import qualifies_as_human
 from orchestrator.domain.flow import IssueContext, IssueDecision, move, resume_target, wait
-from orchestrator.domain.gates import qualifies_as_human
 from orchestrator.domain.outcomes import asked_before_this_visit, blocked_question
 from orchestrator.domain.phases import Phase, WaitingReason, is_allowed
 from orchestrator.domain.snapshot import PRStatus

@@ -21,16 +21,18 @@ from orchestrator.domain.actions import (
     allowed_in,
     side_effect,
 )
+from orchestrator.domain.approval import ApprovalView, approval_view, head_sighting
 from orchestrator.domain.flow import IssueContext, IssueDecision, move, pr_is_gone, wait
 from orchestrator.domain.flow_agent import decide_agent_phase
 from orchestrator.domain.flow_blocked import decide_blocked
 from orchestrator.domain.flow_merge import decide_merging, decide_ready_to_merge
 from orchestrator.domain.flow_waiting import decide_waiting
-from orchestrator.domain.gates import FAIL, PASS, Gates, evaluate_gates, head_sighting
+from orchestrator.domain.gates import FAIL, PASS, Gates, evaluate_gates
 from orchestrator.domain.phases import AGENT_PHASES, Phase, RolloutMode, WaitingReason, is_allowed
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.record_updates import apply_transition, new_record
-from orchestrator.domain.selection import candidate_order, effective_mode
+from orchestrator.domain.rollout import issue_mode
+from orchestrator.domain.selection import candidate_order
 from orchestrator.domain.side_effects import UpsertWorkpad
 from orchestrator.domain.snapshot import IssueSnapshot, PRStatus, RunningAgent, Snapshot
 from orchestrator.domain.workpad import (
@@ -112,8 +114,9 @@ def _plan_issue(
     now: datetime,
     running: RunningAgent | None,
 ) -> _Planned:
-    gates = evaluate_gates(item, policy, snapshot.kill_switches, snapshot.self_login)
-    mode = effective_mode(item, policy)
+    approval = approval_view(item, policy, snapshot.self_login)
+    gates = evaluate_gates(item, policy, snapshot.kill_switches, snapshot.self_login, approval)
+    mode = issue_mode(item, policy)
     # In observe mode the rules still decide as if allowed, to name the intended action.
     intent = RolloutMode.MERGE if mode is RolloutMode.OBSERVE else mode
     decision, tracked = _decide(
@@ -121,6 +124,7 @@ def _plan_issue(
         policy=policy,
         now=now,
         gates=gates,
+        approval=approval,
         mode=intent,
         running=running,
         self_login=snapshot.self_login,
@@ -130,7 +134,7 @@ def _plan_issue(
     _apply_limits(decision, gates, mode)
     if decision.transition is not None and item.record is not None:
         ctx = IssueContext(
-            item, item.record, policy, now, gates, intent, running, snapshot.self_login
+            item, item.record, policy, now, gates, approval, intent, running, snapshot.self_login
         )
         _describe_after_move(decision, ctx)
     return _Planned(item, gates, mode, decision, tracked)
@@ -163,6 +167,7 @@ def _decide(
     policy: FlowPolicy,
     now: datetime,
     gates: Gates,
+    approval: ApprovalView,
     mode: RolloutMode,
     running: RunningAgent | None,
     self_login: str | None,
@@ -190,7 +195,7 @@ def _decide(
         )
     if record.phase is Phase.DONE:
         return IssueDecision("nothing: done"), False
-    ctx = IssueContext(item, record, policy, now, gates, mode, running, self_login)
+    ctx = IssueContext(item, record, policy, now, gates, approval, mode, running, self_login)
     if gates.kill_switch is FAIL:
         return _killed(ctx), True
     if running is not None and record.phase not in AGENT_PHASES:

@@ -35,11 +35,23 @@ class MergeMethod(StrEnum):
 
 
 class ApprovalSource(StrEnum):
-    """Where a human approval may come from."""
+    """Where a human's merge approval may come from (``merge.approval_source``)."""
 
     LABEL = "label"
     REVIEW = "review"
-    LABEL_OR_REVIEW = "label_or_review"
+    # Either one. ``either`` is how WORKFLOW.md spells it; both names are the same member.
+    EITHER = "either"
+    LABEL_OR_REVIEW = "either"
+
+    @property
+    def by_label(self) -> bool:
+        """An approval label added by a qualified human counts."""
+        return self is not ApprovalSource.REVIEW
+
+    @property
+    def by_review(self) -> bool:
+        """A qualified human's approving review counts."""
+        return self is not ApprovalSource.LABEL
 
 
 class ReviewActOn(StrEnum):

@@ -1,22 +1,35 @@
-"""Which issues go first, and the rollout mode that applies to each one."""
+"""Which issues go first: the priority labels' rank, then the oldest issue.
+
+The rank also gives the prompt its ``issue.priority``. Label names compare as
+GitHub compares them, without regard to case.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
-from orchestrator.domain.phases import RolloutMode
+from orchestrator.domain.labels import fold, folded
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.snapshot import IssueSnapshot
 
 OrderKey = tuple[int, datetime, str, int]
 
 
-def priority_rank(labels: frozenset[str], policy: FlowPolicy) -> int:
+def priority_rank(labels: Iterable[str], policy: FlowPolicy) -> int:
     """0 for the most urgent priority label; issues without one rank after all others."""
+    present = folded(labels)
     for rank, label in enumerate(policy.priority_labels):
-        if label in labels:
+        if fold(label) in present:
             return rank
     return len(policy.priority_labels)
+
+
+def issue_priority(labels: Iterable[str], policy: FlowPolicy) -> int | None:
+    """The prompt's ``issue.priority`` (Symphony's): 1 for the most urgent priority
+    label, 2 for the next, ...; None without one."""
+    rank = priority_rank(labels, policy)
+    return rank + 1 if rank < len(policy.priority_labels) else None
 
 
 def candidate_order(item: IssueSnapshot, policy: FlowPolicy) -> OrderKey:
@@ -28,16 +41,3 @@ def candidate_order(item: IssueSnapshot, policy: FlowPolicy) -> OrderKey:
         issue.ref.repo,
         issue.ref.number,
     )
-
-
-def effective_mode(item: IssueSnapshot, policy: FlowPolicy) -> RolloutMode:
-    """The policy's rollout mode, lowered (never raised) by mode labels on the issue or PR."""
-    mode = policy.rollout_mode
-    if not policy.mode_labels:
-        return mode
-    labels = item.issue.labels
-    pr_labels = item.pr.labels if item.pr is not None else frozenset()
-    for label, lowered in policy.mode_labels.items():
-        if label in labels or label in pr_labels:
-            mode = mode.lowered_to(lowered)
-    return mode

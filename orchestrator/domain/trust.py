@@ -2,7 +2,7 @@
 
 Under ``writers`` (the default) a review thread is work for the agent only when
 its first comment was written by a human with write permission who is not the
-daemon (:func:`~orchestrator.domain.gates.qualifies_as_human`). Threads and
+daemon (:func:`~orchestrator.domain.approval.qualifies_as_human`). Threads and
 replies by readers, outside users and other bots are context: they never start
 a rework turn, never keep an issue from merging and never wait for a human; the
 agent sees them marked untrusted. Under ``anyone`` every thread not written by
@@ -12,7 +12,7 @@ the daemon itself counts, as before the key existed.
 from __future__ import annotations
 
 from orchestrator.domain.accounts import same_account
-from orchestrator.domain.gates import qualifies_as_human
+from orchestrator.domain.approval import qualifies_as_human
 from orchestrator.domain.policy import ReviewActOn
 from orchestrator.domain.snapshot import Actor, ReviewThread
 

@@ -27,8 +27,10 @@ from types import MappingProxyType
 from typing import Any
 
 from orchestrator.domain.actions import SideEffect, SideEffectKind, allowed_in
+from orchestrator.domain.gates import carries_stop_label
 from orchestrator.domain.phases import RolloutMode
 from orchestrator.domain.record_updates import EffectResult, apply_effect_result, new_record
+from orchestrator.domain.rollout import effective_mode
 from orchestrator.domain.side_effects import CreatePR, UpsertWorkpad, payload_json
 from orchestrator.domain.workpad import parse_workpad, render_workpad
 from orchestrator.github.errors import GitHubError, RateLimited
@@ -41,7 +43,6 @@ from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence, FenceLost
 from orchestrator.store.models import SideEffectStatus
 from orchestrator.tracker.linear_client import LinearError
-from orchestrator.workflow import effective_rollout_mode
 
 log = get_logger(__name__)
 
@@ -117,9 +118,7 @@ class SideEffectGate:
             log.warning("side_effect_unchecked", **_fields(effect), error=reason)
             return GateOutcome(Verdict.FAILED, row, reason=reason)
         labels = self.switches.issue_labels(effect.issue)
-        mode = effective_rollout_mode(
-            view.policy, (labels.issue | labels.pr) if labels is not None else ()
-        )
+        mode = effective_mode(view.flow, *((labels.issue, labels.pr) if labels is not None else ()))
         if stop is not None:
             return self._refuse(request, SideEffectStatus.REFUSED_BY_KILL_SWITCH, stop, mode)
         # (b) the issue's rollout mode.
@@ -206,10 +205,9 @@ class SideEffectGate:
         labels = self.switches.issue_labels(effect.issue)
         if force or labels is None or not labels.fresh(self.switches.max_age_s):
             labels = self._read_labels(effect, row)
-        stop = view.flow.kill_switch_label.casefold()
-        if stop in {label.casefold() for label in labels.issue}:
+        if carries_stop_label(labels.issue, view.flow):
             return f"the issue carries the stop label {view.flow.kill_switch_label}"
-        if stop in {label.casefold() for label in labels.pr}:
+        if carries_stop_label(labels.pr, view.flow):
             return f"the pull request carries the stop label {view.flow.kill_switch_label}"
         return None
 

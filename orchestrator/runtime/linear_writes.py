@@ -34,7 +34,9 @@ from dataclasses import replace
 
 from orchestrator.agent import RepoSource
 from orchestrator.domain.actions import SideEffect
+from orchestrator.domain.approval import ApprovalRecheck
 from orchestrator.domain.effects import PHASE_STATE
+from orchestrator.domain.labels import shared_labels
 from orchestrator.domain.pr_body import ClosingScope
 from orchestrator.domain.record_updates import EffectResult
 from orchestrator.domain.side_effects import (
@@ -217,43 +219,39 @@ class LinearWrites(GitHubWrites):
         )
         return _ok(changed=changed + 1, moved_to=str(back))
 
-    def _approval_lapsed(
+    def _recheck_approval(
         self, payload: MergePR, target: WriteTarget, view: PolicyView
-    ) -> str | None:
-        """Why the approval the plan saw no longer holds (None: it holds), re-read now.
+    ) -> ApprovalRecheck:
+        """The approval's facts read again now, from Linear's history too.
 
         A Linear approver must still be the one who last moved the issue into its approval
         state or added its approval label, and still be trusted; GitHub approvers still
         need write permission, as without Linear.
         """
-        approval = _approval(view)
         approvers = payload.approvers
-        labels = set(payload.approval_labels)
+        labels = payload.approval_labels
+        approval = _approval(view)
         on_linear = set(approval.states.values()) | approval.labels
-        if not any(is_linear_login(login) for login in approvers) and labels.isdisjoint(on_linear):
-            return super()._approval_lapsed(payload, target, view)
-        if payload.approval_required and not approvers:
-            return "no approver is recorded for this head"
+        if not any(is_linear_login(login) for login in approvers) and not shared_labels(
+            on_linear, labels
+        ):
+            return super()._recheck_approval(payload, target, view)
         evidence = self.linear.approval(self._ref(target), approval, fresh=True)
         trusted = {event.actor.login for event in evidence.events if event.actor.can_write}
         gateway = self.github.gateway
+        lost: dict[str, str] = {}
         for login in approvers:
             if is_linear_login(login):
                 if login not in trusted:
-                    return (
+                    lost[login] = (
                         f"{login} no longer approves on Linear (the issue left the approval "
                         "state or lost the label, someone else set it again, or the user is no "
                         "longer trusted)"
                     )
             elif not gateway.can_write(target.repo, login, fresh=True):
-                return f"the approver {login} no longer has write permission"
-        if labels:
-            present = set(evidence.labels)
-            for number in self._labelled(target, payload.pr_number):
-                present |= gateway.issue_labels(target.repo, number)
-            if labels.isdisjoint(present):
-                return "the approval label was removed"
-        return None
+                lost[login] = f"the approver {login} no longer has write permission"
+        present = (evidence.labels | self._labels_now(target, payload)) if labels else frozenset()
+        return ApprovalRecheck(lost, present)
 
     def _post_comment(
         self, payload: PostComment, key: str, target: WriteTarget, view: PolicyView

@@ -14,12 +14,12 @@ from datetime import datetime, timedelta
 
 from orchestrator.agent import RepoSource
 from orchestrator.domain.planner import plan
+from orchestrator.domain.reconcile import stale_turns
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.logs import get_logger
 from orchestrator.runtime.claimer import TurnClaimer
 from orchestrator.runtime.executor import ExecutionReport, Executor
 from orchestrator.runtime.gather import SnapshotBuilder
-from orchestrator.runtime.reconcile import stale_turns
 from orchestrator.runtime.wiring import AgentWiring, PolicyView
 from orchestrator.store.fencing import Fence
 

@@ -35,7 +35,7 @@ tick dispatches again at once.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -52,6 +52,7 @@ from orchestrator.domain.effects import recorded_branch
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.planner import plan
 from orchestrator.domain.record_updates import record_outcome
+from orchestrator.domain.selection import issue_priority
 from orchestrator.domain.snapshot import (
     AgentOutcome,
     IssueRef,
@@ -435,7 +436,7 @@ class TurnRunner:
             state=job.tracker_state,
             labels=job.labels,
             id=str((data or {}).get("node_id") or ref.number),
-            priority=label_priority(job.labels, job.view.policy.orchestration.priority_labels),
+            priority=issue_priority(job.issue.labels, job.view.flow),
             branch_name=workspace.branch,
             created_at=_text_or_none((data or {}).get("created_at")),
             updated_at=_text_or_none((data or {}).get("updated_at")),
@@ -566,15 +567,6 @@ def _git_line(job: TurnJob, workspace: Workspace, *args: str) -> str:
 
 def _git_ok(job: TurnJob, workspace: Workspace, *args: str) -> bool:
     return job.agents.workspaces.git.ok(workspace.path, *args)
-
-
-def label_priority(labels: Iterable[str], priority_labels: Sequence[str]) -> int | None:
-    """Symphony's ``issue.priority`` from GitHub labels: 1 for the first priority label, ..."""
-    present = set(labels)
-    for rank, label in enumerate(priority_labels, start=1):
-        if label in present:
-            return rank
-    return None
 
 
 def _text_or_none(value: object) -> str | None:

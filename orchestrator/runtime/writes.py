@@ -17,6 +17,7 @@ from orchestrator.agent import RepoSource
 from orchestrator.agent.errors import AgentLayerError, PushRefused
 from orchestrator.domain.actions import SideEffect
 from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
+from orchestrator.domain.approval import ApprovalRecheck, approval_lapsed
 from orchestrator.domain.policy import MergeMethod
 from orchestrator.domain.pr_body import (
     ClosingScope,
@@ -277,30 +278,25 @@ class GitHubWrites:
             changed=int(bool(result)), body=written[0], notes="; ".join(notes) or None
         )
 
-    def _approval_lapsed(
+    def _recheck_approval(
         self, payload: MergePR, target: WriteTarget, view: PolicyView
-    ) -> str | None:
-        """Why the approval the plan saw no longer holds right now (None: it holds).
-
-        Permissions are read fresh, not from the cache: a writer demoted to read
-        a minute ago no longer approves anything. A label approval needs one of
-        its labels still on the issue or the pull request.
-        """
+    ) -> ApprovalRecheck:
+        """The merge's approval read again, uncached: a writer demoted a minute ago no longer
+        approves, and a label approval needs one of its labels still on the issue or PR."""
         gateway = self.github.gateway
-        approvers = payload.approvers
-        if payload.approval_required and not approvers:
-            return "no approver is recorded for this head"
-        for login in approvers:
-            if not gateway.can_write(target.repo, login, fresh=True):
-                return f"the approver {login} no longer has write permission"
-        labels = set(payload.approval_labels)
-        if labels:
-            present: set[str] = set()
-            for number in self._labelled(target, payload.pr_number):
-                present |= gateway.issue_labels(target.repo, number)
-            if labels.isdisjoint(present):
-                return "the approval label was removed"
-        return None
+        lost = {
+            login: f"the approver {login} no longer has write permission"
+            for login in payload.approvers
+            if not gateway.can_write(target.repo, login, fresh=True)
+        }
+        labelled = bool(payload.approval_labels)
+        return ApprovalRecheck(lost, self._labels_now(target, payload) if labelled else frozenset())
+
+    def _labels_now(self, target: WriteTarget, payload: MergePR) -> frozenset[str]:
+        present: set[str] = set()
+        for number in self._labelled(target, payload.pr_number):
+            present |= self.github.gateway.issue_labels(target.repo, number)
+        return frozenset(present)
 
     def _labelled(self, target: WriteTarget, pr_number: int) -> set[int]:
         """The GitHub issue and pull request whose labels may carry an approval."""
@@ -308,7 +304,12 @@ class GitHubWrites:
 
     def _merge(self, payload: MergePR, target: WriteTarget, view: PolicyView) -> EffectResult:
         head = payload.head_sha
-        lapsed = self._approval_lapsed(payload, target, view)
+        lapsed = approval_lapsed(
+            payload.approvers,
+            payload.approval_labels,
+            required=payload.approval_required,
+            recheck=self._recheck_approval(payload, target, view),
+        )
         if lapsed is not None:
             return _failed(f"not merged: {lapsed}")
         number = payload.pr_number

@@ -3,7 +3,7 @@
 Symphony's flow has a person approve a merge in Linear: by moving the issue to
 an approval state (``Merging``) or by adding an approval label. The gates know
 approval as a label added by a qualified human after the pull request's head
-appeared (:mod:`orchestrator.domain.gates`), so Linear's evidence is handed to
+appeared (:mod:`orchestrator.domain.approval`), so Linear's evidence is handed to
 them in that form:
 
 - an issue in an approval state shows that state's label (``state:merging``),

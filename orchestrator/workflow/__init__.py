@@ -24,7 +24,6 @@ from orchestrator.workflow.problems import (
 )
 from orchestrator.workflow.prompt import PromptIssue, PromptTemplate, PromptWorkspace
 from orchestrator.workflow.provenance import Origin, OriginKind
-from orchestrator.workflow.rollout import effective_rollout_mode
 from orchestrator.workflow.schema import Policy
 from orchestrator.workflow.source import PolicySource, ReloadFailure, ReloadOutcome
 
@@ -48,7 +47,6 @@ __all__ = [
     "WorkflowError",
     "check_text",
     "check_workflow",
-    "effective_rollout_mode",
     "flow_policy",
     "load_workflow",
 ]

@@ -10,16 +10,11 @@ from urllib.parse import urlsplit
 
 from orchestrator.domain import policy as domain
 from orchestrator.domain.phases import RolloutMode
-from orchestrator.workflow.schema import ApprovalSource, MergeMode, Policy, TrackerKind
+from orchestrator.workflow.schema import MergeMode, Policy, TrackerKind
 
 _MERGE_MODES = {
     MergeMode.AUTO: domain.MergeMode.RUNTIME,
     MergeMode.DISABLED: domain.MergeMode.EXTERNAL,
-}
-_APPROVAL_SOURCES = {
-    ApprovalSource.LABEL: domain.ApprovalSource.LABEL,
-    ApprovalSource.REVIEW: domain.ApprovalSource.REVIEW,
-    ApprovalSource.EITHER: domain.ApprovalSource.LABEL_OR_REVIEW,
 }
 
 
@@ -62,7 +57,7 @@ def flow_policy(policy: Policy) -> domain.FlowPolicy:
             required_checks=merge.required_checks,
             require_human_approval=merge.require_human_approval,
             approval_states=merge.approval_states,
-            approval_source=_APPROVAL_SOURCES[merge.approval_source],
+            approval_source=merge.approval_source,
             approval_label=merge.approval_label,
         ),
         pr=domain.PRPolicy(

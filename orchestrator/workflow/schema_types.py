@@ -10,6 +10,23 @@ from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
 
+# ``merge.approval_source`` takes the domain's own choices.
+from orchestrator.domain.policy import ApprovalSource
+
+__all__ = [
+    "AgentPermissions",
+    "AgentPreset",
+    "AgentSandbox",
+    "ApprovalSource",
+    "ClosedPrPolicy",
+    "MergeMode",
+    "ReviewCommentMode",
+    "ReviewOutputFormat",
+    "TrackerAuth",
+    "TrackerKind",
+    "meta",
+]
+
 
 class TrackerKind(StrEnum):
     """Which issue tracker the daemon reads (``memory`` is the in-process one for tests).
@@ -83,14 +100,6 @@ class MergeMode(StrEnum):
 
     DISABLED = "disabled"
     AUTO = "auto"
-
-
-class ApprovalSource(StrEnum):
-    """Where a human's merge approval may come from."""
-
-    LABEL = "label"
-    REVIEW = "review"
-    EITHER = "either"
 
 
 def meta(

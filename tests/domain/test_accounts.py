@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.domain.accounts import account_key, is_bot_login, same_account
-from orchestrator.domain.gates import qualifies_as_human
+from orchestrator.domain.approval import qualifies_as_human
 from orchestrator.domain.snapshot import Actor
 from orchestrator.domain.trust import is_self
 

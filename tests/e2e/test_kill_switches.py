@@ -127,3 +127,65 @@ def test_mode_label_lowers_one_issue_to_observe(tmp_path: Path, world: SimWorld)
         assert all("/comments" in path for path in paths), paths
         assert "(observe only)" in flow.workpads(number)[0]["body"]
         assert flow.pulls() == []
+
+
+# GitHub compares label names without regard to case: a repository holds one label
+# per name, and a human may have created the stop label in a case of their own.
+ODD_CASE_STOP_LABEL = "Orchestrator:STOP"
+
+
+def test_stop_label_in_another_case_stops_dispatch_and_cancels_the_turn(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    with flow_for(tmp_path, world, mode="merge", scenario=slow_implementation()) as flow:
+        number = flow.open_issue()
+        flow.d.tick()
+        wait_until(lambda: any(turn.last_event for turn in flow.d.pool.turns()))
+        stopped = flow.open_issue("Another feature", labels=[ODD_CASE_STOP_LABEL])
+        assert ODD_CASE_STOP_LABEL in {label["name"] for label in flow.issue(stopped)["labels"]}
+        writes_before = len(flow.bot_writes())
+        world.control.add_labels(
+            world.repo, number, [ODD_CASE_STOP_LABEL], as_user=flow.human.login
+        )
+        flow.d.tick()
+        assert flow.d.wait_idle(20)
+        flow.idle_ticks(4)
+
+        runs = flow.d.db.runs.for_issue(flow.d.records.get(flow.ref(number)).issue_id)
+        assert [run.outcome for run in runs] == ["cancelled"]
+        assert flow.phase(number) == "blocked"
+        record = flow.record(number)
+        assert record is not None and record.waiting_reason is not None
+        assert record.waiting_reason.value == "kill_switch_active"
+        # The issue that carried the label from the start was never dispatched.
+        assert flow.record(stopped) is None
+        assert len(flow.d.db.runs.running()) == 0
+        assert len(flow.bot_writes()) == writes_before
+        assert flow.pulls() == []
+
+
+def test_stop_label_in_another_case_added_after_the_snapshot_is_refused_by_the_gate(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    with flow_for(tmp_path, world, mode="merge") as flow:
+        number = flow.open_issue()
+        flow.step()
+        writes_before = len(flow.bot_writes())
+        builder = flow.d.parts.builder
+        original = builder.build
+
+        def build_then_label(*args: Any, **kwargs: Any) -> Any:
+            gathered = original(*args, **kwargs)
+            world.control.add_labels(
+                world.repo, number, [ODD_CASE_STOP_LABEL], as_user=flow.human.login
+            )
+            return gathered
+
+        builder.build = build_then_label  # type: ignore[method-assign]
+        flow.d.switches.max_age_s = 0.0
+        flow.step()
+
+        refused = [e for e in flow.d.db.outbox.for_issue(1) if e.status == "refused_by_kill_switch"]
+        assert sorted(e.kind for e in refused) == ["create_pr", "upsert_workpad"]
+        assert len(flow.bot_writes()) == writes_before
+        assert flow.pulls() == []

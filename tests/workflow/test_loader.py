@@ -203,6 +203,8 @@ def test_flow_policy_maps_every_value_the_core_reads() -> None:
     }
     assert flow.merge.mode is domain.MergeMode.RUNTIME
     assert flow.merge.approval_source is domain.ApprovalSource.LABEL_OR_REVIEW
+    # One enum: the policy schema takes the core's own choices.
+    assert result.workflow.policy.merge.approval_source is flow.merge.approval_source
     assert flow.approval_labels == frozenset({"state:merging", "ship-it"})
     assert flow.max_failed_attempts == 2
     assert Phase.READY_TO_MERGE in flow.passive_phases

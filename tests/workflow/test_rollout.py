@@ -1,11 +1,15 @@
-"""The rollout mode of one issue: labels may lower the policy's mode, never raise it."""
+"""The rollout mode of one issue: labels may lower the policy's mode, never raise it.
+
+The policy's ``rollout`` keys reach the domain's one rule through ``flow_policy``.
+"""
 
 from __future__ import annotations
 
 import pytest
 
 from orchestrator.domain.phases import RolloutMode
-from orchestrator.workflow import Policy, effective_rollout_mode
+from orchestrator.domain.rollout import effective_mode
+from orchestrator.workflow import Policy, flow_policy
 from orchestrator.workflow.schema import RolloutSettings
 
 OBSERVE, MUTATE, MERGE = RolloutMode.OBSERVE, RolloutMode.MUTATE, RolloutMode.MERGE
@@ -27,6 +31,10 @@ CASES = [
     ),
     ("labels compare without case", MERGE, ["Orchestrator:Observe"], OBSERVE),
 ]
+
+
+def effective_rollout_mode(policy: Policy, labels: list[str]) -> RolloutMode:
+    return effective_mode(flow_policy(policy), labels)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from orchestrator.cli import cli
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import ApprovalSource as DomainApprovalSource
-from orchestrator.runtime.turns import label_priority
+from orchestrator.domain.policy import FlowPolicy
+from orchestrator.domain.selection import issue_priority
 from orchestrator.runtime.wiring import WiringError, policy_repo
 from orchestrator.sim.testing import running_world
 from orchestrator.tracker.linear_approval import linear_approval
@@ -195,7 +196,7 @@ def render(text: str, attempt: int) -> str:
         state="Todo",
         labels=("priority:high",),
         id="I_7",
-        priority=label_priority(("priority:high",), workflow.policy.orchestration.priority_labels),
+        priority=issue_priority({"priority:high"}, flow_policy(workflow.policy)),
         branch_name="orchestrator/7-t",
         created_at="2026-01-01T00:00:00Z",
         updated_at="2026-01-02T00:00:00Z",
@@ -222,9 +223,11 @@ def test_attempt_stays_one_on_the_first_run_in_native_files() -> None:
 
 
 def test_priority_comes_from_the_priority_labels() -> None:
-    order = ("priority:critical", "priority:high")
-    assert label_priority(("bug", "priority:high"), order) == 2
-    assert label_priority(("bug",), order) is None
+    policy = FlowPolicy(priority_labels=("priority:critical", "priority:high"))
+    assert issue_priority({"bug", "priority:high"}, policy) == 2
+    assert issue_priority({"bug"}, policy) is None
+    # As on GitHub, label names compare without regard to case.
+    assert issue_priority({"Priority:Critical"}, policy) == 1
 
 
 # -------------------------------------------------------------- after_create

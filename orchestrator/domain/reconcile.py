@@ -1,14 +1,18 @@
-"""Reconcile running turns with the fresh snapshot before planning.
+"""Which running turns to cancel, from the fresh snapshot, before planning.
 
 A turn whose issue went terminal (closed, done), lost its ownership label, is
 covered by a kill switch, or left the snapshot altogether is cancelled at once;
-the planner then sees the world without waiting on a turn nobody wants.
+the planner then sees the world without waiting on a turn nobody wants. The
+ownership and kill-switch rules are the gates' own, so a turn stops exactly
+when the planner would stop the issue.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from orchestrator.domain.gates import kill_switch_active
+from orchestrator.domain.labels import has_label
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.snapshot import IssueRef, IssueSnapshot, PRStatus, Snapshot
@@ -43,15 +47,10 @@ def _reason(item: IssueSnapshot | None, snapshot: Snapshot, policy: FlowPolicy) 
         return "issue_closed"
     if item.record is not None and item.record.phase is Phase.DONE:
         return "issue_done"
-    if policy.ownership_label not in issue.labels:
+    if not has_label(issue.labels, policy.ownership_label):
         return "ownership_lost"
     if item.record is not None and not item.record.workpad.owned:
         return "ownership_lost"
-    stop = policy.kill_switch_label
-    if (
-        snapshot.kill_switches.covers_repo(issue.ref.repo)
-        or stop in issue.labels
-        or (item.pr is not None and stop in item.pr.labels)
-    ):
+    if kill_switch_active(item, policy, snapshot.kill_switches):
         return "kill_switch"
     return None

@@ -1,4 +1,4 @@
-"""Pure parts of the runtime: which running turns must stop, the order of writes, key parsing."""
+"""Which running turns must stop: reconciled against the fresh snapshot before planning."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from orchestrator.domain.actions import Transition, side_effect
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import FlowPolicy
-from orchestrator.domain.side_effects import CloseIssue, UpsertWorkpad
+from orchestrator.domain.reconcile import stale_turns
 from orchestrator.domain.snapshot import (
     IssueRef,
     IssueSnapshot,
@@ -21,9 +20,6 @@ from orchestrator.domain.snapshot import (
     StoredRecord,
     TrackedIssue,
 )
-from orchestrator.runtime.executor import workpad_before_close
-from orchestrator.runtime.reconcile import stale_turns
-from orchestrator.runtime.recovery import ref_of_key
 
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
 REF = IssueRef("acme/app", 7)
@@ -54,8 +50,15 @@ def snapshot(
         (snapshot(phase=Phase.DONE), "issue_done"),
         (snapshot(labels=frozenset()), "ownership_lost"),
         (snapshot(labels=frozenset({"orchestrator", "orchestrator:stop"})), "kill_switch"),
+        # GitHub compares label names without regard to case: so does every rule.
+        (snapshot(labels=frozenset({"orchestrator", "Orchestrator:STOP"})), "kill_switch"),
+        (snapshot(labels=frozenset({"Orchestrator"})), None),
         (
             snapshot(pr=PullRequest(3, "", "a" * 40, labels=frozenset({"orchestrator:stop"}))),
+            "kill_switch",
+        ),
+        (
+            snapshot(pr=PullRequest(3, "", "a" * 40, labels=frozenset({"ORCHESTRATOR:stop"}))),
             "kill_switch",
         ),
         (snapshot(switches=KillSwitches(local_file_active=True)), "kill_switch"),
@@ -69,19 +72,3 @@ def snapshot(
 def test_stale_turns(situation: Snapshot, reason: str | None) -> None:
     found = stale_turns(situation, POLICY)
     assert [turn.reason for turn in found] == ([reason] if reason else [])
-
-
-def test_the_workpad_is_rewritten_before_the_issue_is_closed() -> None:
-    other = IssueRef("acme/app", 8)
-    close = side_effect(REF, "merged:x", CloseIssue(pr_number=10, reason="completed"))
-    workpad = side_effect(REF, "d1", UpsertWorkpad(marker="#", heading="#", body="#"))
-    other_workpad = side_effect(other, "d2", UpsertWorkpad(marker="#", heading="#", body="#"))
-    move = Transition(other, Phase.MERGING, Phase.DONE, "merge confirmed")
-    ordered = workpad_before_close([close, move, other_workpad, workpad])
-    assert ordered == [workpad, close, move, other_workpad]
-
-
-def test_idempotency_keys_name_their_issue() -> None:
-    assert ref_of_key("acme/app#12:merge_pr:" + "a" * 40) == IssueRef("acme/app", 12)
-    with pytest.raises(ValueError, match="not an idempotency key"):
-        ref_of_key("nonsense")
