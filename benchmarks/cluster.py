@@ -42,7 +42,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from orchestrator.logs import configure_logging
-from orchestrator.runtime.cluster import DEFAULT_LEASE_S, poll_lease_name
+from orchestrator.repos.cluster import DEFAULT_LEASE_S, poll_lease_name
 from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store import migrate
 from orchestrator.store.database import Database

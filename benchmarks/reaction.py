@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.scale_world import APPROVAL, CHECK, OWNER, write_policy
+from orchestrator.daemon.daemon import Daemon
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.logs import configure_logging
-from orchestrator.runtime.daemon import Daemon
 from orchestrator.sim.testing import SimWorld, running_world
 
 INTERVAL_MS = 1_000
@@ -72,8 +72,8 @@ class _Bench:
         The human's action then lands anywhere in the polling cycle, as it does
         in real life, instead of right before a follow-up tick.
         """
-        ticks = self.daemon.ticks
-        _wait(lambda: self.daemon.ticks >= ticks + 2)
+        ticks = self.daemon.poller.stats.ticks
+        _wait(lambda: self.daemon.poller.stats.ticks >= ticks + 2)
         time.sleep(self.random.uniform(0, INTERVAL_MS / 1000))
 
     def label_to_agent_start(self) -> float:

@@ -30,11 +30,11 @@ from sqlalchemy import insert
 from orchestrator.domain.snapshot import HeadSighting, IssueRef, StoredRecord
 from orchestrator.domain.workpad import PRRef, render_workpad
 from orchestrator.logs import read_json_log
-from orchestrator.runtime.records import RecordStore, record_columns
 from orchestrator.sim.control import ControlClient
 from orchestrator.sim.testing import SimWorld
 from orchestrator.store.database import Database
 from orchestrator.store.models import TrackedIssue
+from orchestrator.store.records import RecordStore, record_columns
 
 OWNER = "orchestrator"
 APPROVAL = "state:merging"

@@ -42,12 +42,12 @@ from orchestrator.domain.phases import Phase, RolloutMode
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.snapshot import StoredRecord
 from orchestrator.github import prstate
-from orchestrator.runtime.records import RecordStore, record_columns
 from orchestrator.store import migrate
 from orchestrator.store.database import Database
 from orchestrator.store.engine import describe_url
 from orchestrator.store.http_cache import CachedResponse, HttpCache
 from orchestrator.store.models import HttpCacheEntry, TrackedIssue
+from orchestrator.store.records import RecordStore, record_columns
 
 PG_URL_ENV = "ORCHESTRATOR_TEST_PG_URL"
 REPO = "acme/app"

@@ -22,7 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     "validate": "orchestrator.workflow.cli:validate",
     "migrate-workflow": "orchestrator.workflow.cli:migrate_workflow",
     "sim": "orchestrator.sim.cli:sim",
-    "run": "orchestrator.runtime.cli:run",
+    "run": "orchestrator.daemon.command:run",
     "demo": "orchestrator.demo.cli:demo",
     "status": "orchestrator.operator.cli:status",
     "issue": "orchestrator.operator.cli:issue",

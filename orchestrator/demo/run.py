@@ -17,7 +17,7 @@ from orchestrator.demo.world import REPO, SCENARIO, DemoWorld, start_world
 from orchestrator.domain.phases import Phase
 
 if TYPE_CHECKING:
-    from orchestrator.runtime.daemon import Daemon
+    from orchestrator.daemon.daemon import Daemon
 
 MERGE_STATE = "Merging"
 
@@ -87,7 +87,7 @@ class Demo:
 
     def start(self) -> str | None:
         """Start the emulator, the actors and the daemon; returns the dashboard URL."""
-        from orchestrator.runtime.daemon import Daemon
+        from orchestrator.daemon.daemon import Daemon
 
         self.workdir.mkdir(parents=True, exist_ok=True)
         # The agents' home: the sandbox hides the rest of the folder (database, kill switch).

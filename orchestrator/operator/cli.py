@@ -267,7 +267,7 @@ def pr() -> None:
 def _gateway(workflow: str | None) -> Any:
     from orchestrator.github.client import GitHubClient
     from orchestrator.github.gateway import GitHubGateway
-    from orchestrator.runtime.wiring import WiringError, github_endpoint, policy_credentials
+    from orchestrator.repos.wiring import WiringError, github_endpoint, policy_credentials
     from orchestrator.workflow import PolicyError, load_workflow
 
     path = Path(resolve("workflow", workflow))

@@ -22,8 +22,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from orchestrator.daemon.status import RuntimeStatus
 from orchestrator.logs import get_logger
-from orchestrator.runtime.status import RuntimeStatus
 from orchestrator.store.database import Database
 from orchestrator.web.control import DaemonControl
 from orchestrator.web.hosts import HostRule, host_name

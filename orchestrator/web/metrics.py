@@ -17,8 +17,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 from sqlalchemy import func, select
 
-from orchestrator.runtime.polling_status import PollingStatus
-from orchestrator.runtime.status import RuntimeStatus
+from orchestrator.daemon.polling_status import PollingStatus
+from orchestrator.daemon.status import RuntimeStatus
 from orchestrator.store.database import Database
 from orchestrator.store.models import AgentRun, SideEffect, TrackedIssue
 

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from orchestrator.daemon.status import RuntimeStatus
 from orchestrator.logs import get_logger
-from orchestrator.runtime.status import RuntimeStatus
 from orchestrator.store.database import Database
 from orchestrator.web.app import create_app
 from orchestrator.web.connections import ConnectionGate, GuardedConnection

@@ -34,8 +34,8 @@ def _report_sandbox(workflow: Workflow, *, quiet: bool) -> bool:
     """The agents' sandbox on this machine; False when the daemon would refuse to start here."""
     from orchestrator.agent.presets import build_command, permissions_summary
     from orchestrator.agent.settings import AgentPreset
-    from orchestrator.runtime.containment import SandboxRefused, decide, probe_for
-    from orchestrator.runtime.wiring import agent_settings
+    from orchestrator.repos.containment import SandboxRefused, decide, probe_for
+    from orchestrator.repos.wiring import agent_settings
 
     policy = workflow.policy
     try:
@@ -62,7 +62,7 @@ def _report_sandbox(workflow: Workflow, *, quiet: bool) -> bool:
 
 def _report_descriptors(workflow: Workflow, *, quiet: bool) -> None:
     """The descriptors the daemon would have here, and the web server's share of them."""
-    from orchestrator.runtime.descriptors import expected_limit, web_connection_cap
+    from orchestrator.daemon.descriptors import expected_limit, web_connection_cap
 
     limit = expected_limit()
     wanted = workflow.policy.server.max_connections

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.agent import IssueRef, RepoSource, WorkspaceManager
-from orchestrator.runtime.sync import sync_to_head
+from orchestrator.turns.workspace_sync import sync_to_head
 
 from .conftest import TOKEN, Harness, git
 from .git_http import GitHttpServer

@@ -9,7 +9,7 @@ from structlog.testing import capture_logs
 
 from orchestrator.agent import IssueRef, RepoSource, Workspace, WorkspaceManager
 from orchestrator.agent.errors import WorkspaceError
-from orchestrator.runtime.sync import sync_to_head
+from orchestrator.turns.workspace_sync import sync_to_head
 
 from .conftest import TOKEN, Harness, git
 from .git_http import GitHttpServer

@@ -125,7 +125,7 @@ def longest_graceful_stop_s() -> float:
     (``agent.shutdown_grace_ms``), then each cancelled agent's own SIGTERM grace and the
     daemon's wait for it. systemd's and compose's stop timeouts must exceed it."""
     from orchestrator.agent.settings import AgentSettings as RunnerSettings
-    from orchestrator.runtime.daemon import CANCEL_WAIT_S
+    from orchestrator.daemon.daemon import CANCEL_WAIT_S
     from orchestrator.workflow import Policy
 
     agent_sigterm_grace_ms = next(

@@ -9,7 +9,7 @@ from orchestrator.domain.pr_body import (
     merge_human_edits,
     restore_template_headings,
 )
-from orchestrator.runtime.pr_template import template_path
+from orchestrator.turns.pr_template import template_path
 
 REPO = "acme/widgets"
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator.daemon.daemon import Daemon
 from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator.github.retry import RetryPolicy
-from orchestrator.runtime.daemon import Daemon
 from orchestrator.sim.clock import parse_time
 from orchestrator.sim.testing import Account, SimWorld
 

@@ -15,6 +15,7 @@ from structlog.testing import capture_logs
 
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.sim.testing import SimWorld
+from orchestrator.tick.request import WHOLE, CycleRequest
 
 from .harness import flow_for
 
@@ -67,17 +68,17 @@ def test_a_whole_tick_asked_for_meanwhile_is_not_narrowed_to_a_follow_up(
         flow.to_waiting_for_human()
         flow.run(lambda: not flow.step(), what="a tick that does nothing")
         flow.approve(first)
-        d = flow.d
-        d._pending, d._focus = False, None
+        d, requests = flow.d, flow.d.requests
+        requests.pending, requests.focus = False, None
         report = d.tick()
         assert report is not None
         assert flow.ref(first) in report.execution.touched
         # The tick asked for a follow-up over the issues it changed.
-        assert d._pending and d._focus == report.execution.touched
+        assert requests.pending and requests.focus == report.execution.touched
         d.request_tick()
-        assert d._focus is None
-        d._ask_again({flow.ref(first)})
-        assert d._focus is None
+        assert requests.focus is None
+        requests.follow_up({flow.ref(first)})
+        assert requests.focus is None
 
 
 def test_a_new_label_is_acted_on_before_the_pass_over_every_issue(
@@ -88,7 +89,7 @@ def test_a_new_label_is_acted_on_before_the_pass_over_every_issue(
     with flow_for(tmp_path, world, mode="merge") as flow:
         flow.to_waiting_for_human()
         flow.run(lambda: not flow.step(), what="a tick that does nothing")
-        flow.d._pending, flow.d._focus = False, None
+        flow.d.requests.pending, flow.d.requests.focus = False, None
         number = flow.open_issue()
         with capture_logs() as logs:
             flow.d.tick()
@@ -111,14 +112,12 @@ def test_follow_ups_that_outlast_the_interval_end_with_the_whole_tick_it_owed(
         ref = flow.ref(1)
         calls: list[frozenset[IssueRef] | None] = []
 
-        def slow_tick(
-            only: frozenset[IssueRef] | None = None, *, follow_moved: bool = False
-        ) -> None:
-            calls.append(only)
+        def slow_tick(request: CycleRequest = WHOLE) -> None:
+            calls.append(None if request.whole else request.issues)
             if len(calls) <= 3:
-                d._ask_again({ref})  # each of the first three asks for a follow-up
+                d.requests.follow_up({ref})  # each of the first three asks for a follow-up
                 time.sleep(0.45)  # three of them outlast the 1 s interval
 
-        d.tick = slow_tick  # type: ignore[method-assign]
+        d.poller.tick = slow_tick  # type: ignore[method-assign]
         d._poll_job()
         assert calls == [None, frozenset({ref}), frozenset({ref}), None]

@@ -140,7 +140,7 @@ def test_one_issue_is_followed_from_label_to_merge_by_its_issue_key(
     effects = [line for line in lines if line["event"] == "side_effect"]
     keys = [str(line["key"]) for line in effects]
     assert len(keys) == len(set(keys)), keys
-    assert all(line["logger"] == "orchestrator.runtime.gate" for line in effects)
+    assert all(line["logger"] == "orchestrator.effects.gate" for line in effects)
     assert all({"kind", "issue", "outcome", "mode", "key"} <= line.keys() for line in effects), (
         effects
     )

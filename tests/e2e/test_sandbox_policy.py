@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from orchestrator.agent import probe_bwrap
 from orchestrator.agent.sandbox import BWRAP_ENV
 from orchestrator.cli import cli
-from orchestrator.runtime.daemon import Daemon, DaemonError
+from orchestrator.daemon.daemon import Daemon, DaemonError
 from orchestrator.sim.testing import SimWorld
 from orchestrator.web.server import start_web
 
@@ -99,7 +99,7 @@ def test_a_reload_into_merge_mode_without_a_sandbox_is_not_applied(
         daemon.reload_policy()
         daemon.tick()
         # The file was read (it is valid), but the daemon keeps the policy it runs.
-        assert daemon.source.current.policy.rollout.mode.value == "merge"
+        assert daemon.repo_set.source.current.policy.rollout.mode.value == "merge"
         assert daemon.view.flow.rollout_mode.value == "mutate"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from orchestrator.runtime.daemon import DaemonError
+from orchestrator.daemon.daemon import DaemonError
 from orchestrator.sim.testing import DEFAULT_FILES, SimWorld, add_app
 
 from .harness import REPO_STOP_LABEL, Flow, flow_for

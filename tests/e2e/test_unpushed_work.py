@@ -200,7 +200,7 @@ def test_a_turn_recorded_by_a_replica_whose_clock_runs_behind_moves_the_flow_onc
             return datetime.now(UTC) - timedelta(minutes=1)
 
         flow.d.parts.turns.clock = behind
-        flow.d.agents.runner.clock = behind
+        flow.d.repo_set.agents.runner.clock = behind
         flow.to_waiting_for_human()
         runs = flow.d.db.runs.for_issue(1)
         assert sorted(r.phase for r in runs) == ["implementing", "reviewing"]

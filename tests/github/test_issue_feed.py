@@ -11,7 +11,7 @@ from typing import Any
 from orchestrator.github.client import GitHubClient
 from orchestrator.github.feed import FeedRead, IssueFeed
 from orchestrator.github.feed_state import FeedItem
-from orchestrator.runtime.feed_keeper import decode, encode
+from orchestrator.repos.feed_keeper import decode, encode
 from orchestrator.sim.testing import SimWorld, running_world
 
 LABELS = ("agent", "stop", "approved", "other")

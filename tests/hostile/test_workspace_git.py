@@ -44,8 +44,8 @@ from orchestrator.agent.mirror import file_url
 from orchestrator.agent.workspace_git import RefusedGitCommand, check_command
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.snapshot import Actor, AgentOutcome, OutcomeKind, ReviewThread
-from orchestrator.runtime.sync import sync_to_head
-from orchestrator.runtime.turn_commits import with_turn_commits
+from orchestrator.turns.turn_commits import with_turn_commits
+from orchestrator.turns.workspace_sync import sync_to_head
 from tests.agent.conftest import Harness, git, make_origin
 from tests.hostile.agent import plant_workspace, set_config
 

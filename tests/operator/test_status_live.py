@@ -258,7 +258,7 @@ def test_find_daemon_reads_only_the_server_keys(tmp_path: Path) -> None:
 def test_status_and_a_metrics_scrape_against_a_running_daemon(tmp_path: Path) -> None:
     import httpx
 
-    from orchestrator.runtime.daemon import Daemon
+    from orchestrator.daemon.daemon import Daemon
     from orchestrator.sim.testing import running_world
     from tests.e2e.harness import flow_for
 

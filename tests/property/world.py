@@ -43,6 +43,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import delete
 
+from orchestrator.daemon.daemon import Daemon
 from orchestrator.domain.agent_files.review import Review as ParsedReview
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.review_decisions import render_review_comment
@@ -50,11 +51,10 @@ from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator.domain.workpad import PRRef, ReviewState, WorkpadRecord
 from orchestrator.github.prstate import PRStatePoller
 from orchestrator.github.retry import RetryPolicy
-from orchestrator.runtime.daemon import Daemon
-from orchestrator.runtime.tick import TickReport
 from orchestrator.sim.control import ControlClient, ControlRequestError
 from orchestrator.sim.testing import DEFAULT_FILES, Account, make_token
 from orchestrator.store.models import TrackedIssue
+from orchestrator.tick.cycle import TickReport
 
 AGENT = Path(__file__).with_name("oracle_agent.py")
 EMULATOR_MAIN = Path(__file__).with_name("emulator_main.py")
@@ -336,7 +336,7 @@ class OracleWorld:
         assert self.daemon.wait_idle(60), "an agent turn did not finish within 60 s"
         elapsed = time.perf_counter() - started
         self.tick_seconds.append(elapsed)
-        if report is None and self.daemon.last_tick_error:
+        if report is None and self.daemon.poller.stats.last_tick_error:
             self.failed_ticks += 1
         elif report is not None and not (report.execution.changed or report.execution.dispatched):
             # A tick that found nothing to do costs the same in every example: the

@@ -16,7 +16,7 @@ from pathlib import Path
 from sqlalchemy import create_engine, text
 from structlog.testing import capture_logs
 
-from orchestrator.runtime.daemon import Daemon
+from orchestrator.daemon.daemon import Daemon
 from orchestrator.sim.testing import SimWorld
 from orchestrator.store import migrate
 from orchestrator.store.fencing import Fence

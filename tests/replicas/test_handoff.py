@@ -21,7 +21,7 @@ from orchestrator.domain.snapshot import (
     ReviewVerdict,
     TrackedIssue,
 )
-from orchestrator.runtime.handoff import HandoffError, TurnInputs, decode_inputs, encode_inputs
+from orchestrator.turns.handoff import HandoffError, TurnInputs, decode_inputs, encode_inputs
 
 NOW = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 REF = IssueRef("acme/app", 7)

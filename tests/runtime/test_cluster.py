@@ -12,8 +12,8 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from orchestrator.runtime.cluster import ClusterRole
-from orchestrator.runtime.wiring import PolicyView
+from orchestrator.repos.cluster import ClusterRole
+from orchestrator.repos.wiring import PolicyView
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence
 from orchestrator.workflow.loader import load_workflow

@@ -34,7 +34,7 @@ from orchestrator.domain.workpad import (
     WaitingState,
     WorkpadRecord,
 )
-from orchestrator.runtime.codec import CodecError, decode_record, encode_record
+from orchestrator.store.codec import CodecError, decode_record, encode_record
 
 NOW = datetime(2026, 3, 14, 12, 0, tzinfo=UTC)
 HEAD = "a" * 40

@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from structlog.testing import capture_logs
 
 from orchestrator.cli import cli
-from orchestrator.runtime.daemon import Daemon
-from orchestrator.runtime.descriptors import (
+from orchestrator.daemon.daemon import Daemon
+from orchestrator.daemon.descriptors import (
     DescriptorLimit,
     current_limit,
     expected_limit,
@@ -27,7 +27,7 @@ from tests.workflow.conftest import ENV
 
 RAISE = """
 import json
-from orchestrator.runtime.descriptors import raise_limit, current_limit
+from orchestrator.daemon.descriptors import raise_limit, current_limit
 before = current_limit()
 after = raise_limit()
 print(json.dumps({"before": before.soft, "soft": after.soft, "hard": after.hard,

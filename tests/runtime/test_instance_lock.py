@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.runtime.instance_lock import AlreadyRunning, InstanceLock, flock_holder
+from orchestrator.daemon.instance_lock import AlreadyRunning, InstanceLock, flock_holder
 from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store.engine import make_engine
 from tests.store.faults_harness import daemon_setup, give, shared_folder
@@ -22,7 +22,7 @@ from tests.store.faults_harness import daemon_setup, give, shared_folder
 HOLD = (
     "import sys, time\n"
     "from pathlib import Path\n"
-    "from orchestrator.runtime.instance_lock import InstanceLock\n"
+    "from orchestrator.daemon.instance_lock import InstanceLock\n"
     "lock = InstanceLock(Path(sys.argv[1]))\n"
     "lock.acquire()\n"
     "print('held', flush=True)\n"

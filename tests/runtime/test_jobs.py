@@ -15,8 +15,8 @@ import pytest
 import structlog
 from apscheduler.events import EVENT_JOB_MISSED, JobExecutionEvent
 
+from orchestrator.daemon.jobs import Jobs, log_job_event, start_scheduler
 from orchestrator.logs import clear_context, configure_logging
-from orchestrator.runtime.jobs import Jobs, log_job_event, start_scheduler
 
 
 @pytest.fixture

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.runtime.daemon import Daemon
-from orchestrator.runtime.instance_lock import AlreadyRunning
+from orchestrator.daemon.daemon import Daemon
+from orchestrator.daemon.instance_lock import AlreadyRunning
 from orchestrator.sim.testing import SimWorld, running_world
 from tests.e2e.harness import Flow, default_scenario, flow_for
 
@@ -242,7 +242,7 @@ def test_a_second_daemon_on_the_same_sqlite_file_refuses_to_start(
 
 def test_inspection_is_forbidden_in_the_process() -> None:
     code = (
-        "from orchestrator.runtime.hardening import forbid_inspection, is_dumpable\n"
+        "from orchestrator.daemon.hardening import forbid_inspection, is_dumpable\n"
         "assert is_dumpable() is True\n"
         "assert forbid_inspection() is True\n"
         "assert is_dumpable() is False\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from orchestrator.runtime.notify import SystemdNotifier, watchdog_interval_s
+from orchestrator.daemon.systemd import SystemdNotifier, watchdog_interval_s
 
 
 @pytest.fixture

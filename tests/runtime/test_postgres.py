@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.runtime.daemon import Daemon, DaemonError
+from orchestrator.daemon.daemon import Daemon, DaemonError
 from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store import migrate
 from tests.e2e.harness import flow_for

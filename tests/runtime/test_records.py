@@ -11,10 +11,10 @@ from sqlalchemy import delete, update
 from orchestrator.domain.actions import Transition
 from orchestrator.domain.phases import ALLOWED, Phase
 from orchestrator.domain.snapshot import IssueRef, OperatorRequest, StoredRecord
-from orchestrator.runtime.records import RecordRow, RecordStore, RecoveryNote
 from orchestrator.store.database import Database
 from orchestrator.store.issues import ID_BATCH
 from orchestrator.store.models import TrackedIssue
+from orchestrator.store.records import RecordRow, RecordStore, RecoveryNote
 
 REPO = "acme/app"
 OTHER_REPO = "acme/other"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from orchestrator.runtime.daemon import Daemon
+from orchestrator.daemon.daemon import Daemon
 from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.workflow import Policy, check_workflow
 from tests.e2e.harness import default_scenario, flow_for

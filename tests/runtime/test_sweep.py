@@ -6,7 +6,7 @@ from random import Random
 
 from structlog.testing import capture_logs
 
-from orchestrator.runtime.sweep import PassiveSweep
+from orchestrator.tick.sweep import PassiveSweep
 
 
 def test_a_pass_reads_every_number_once_in_spread_ticks() -> None:

@@ -38,7 +38,7 @@ def test_the_scheduler_ticks_and_a_request_runs_one_at_once(
     # A long interval: only the first tick and the requested one can run during the test.
     with flow_for(tmp_path, world, policy={"polling": {"interval_ms": 600_000}}) as flow:
         flow.d.run_scheduler()
-        wait_until(lambda: flow.d.ticks >= 1)
+        wait_until(lambda: flow.d.poller.stats.ticks >= 1)
         number = flow.open_issue()
         flow.d.request_tick()
         wait_until(lambda: flow.phase(number) is not None)

@@ -21,7 +21,7 @@ import pytest
 from structlog.testing import capture_logs
 
 import orchestrator.agent.runner as runner_module
-import orchestrator.runtime.turns as turns_module
+import orchestrator.turns.runner as turns_module
 from orchestrator.domain.snapshot import OutcomeKind
 from orchestrator.sim.testing import SimWorld, running_world
 from tests.e2e.harness import Flow, flow_for

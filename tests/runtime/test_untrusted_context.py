@@ -12,7 +12,7 @@ from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import ReviewActOn, ReviewPolicy
 from orchestrator.domain.snapshot import Actor, ThreadComment
 from orchestrator.github.client import GitHubClient
-from orchestrator.runtime.context import turn_context
+from orchestrator.turns.context import turn_context
 from tests.domain.builders import EARLIER, HUMAN, READER, SELF, make_pr, make_record, thread
 
 DAEMON = Actor(SELF, is_bot=True)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from orchestrator.daemon.recovery import ref_of_key
 from orchestrator.domain.actions import Transition, side_effect
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.side_effects import CloseIssue, UpsertWorkpad
 from orchestrator.domain.snapshot import IssueRef
-from orchestrator.runtime.executor import workpad_before_close
-from orchestrator.runtime.recovery import ref_of_key
+from orchestrator.tick.execute import workpad_before_close
 
 REF = IssueRef("acme/app", 7)
 

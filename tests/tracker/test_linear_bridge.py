@@ -13,18 +13,18 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.daemon.recovery import IntentChecker
 from orchestrator.domain.actions import SideEffect, SideEffectKind, idempotency_key
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.side_effects import PAYLOAD_TYPES
 from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator.domain.workpad import WORKPAD_COMMENT_MARKER
+from orchestrator.effects.linear_writes import LinearWrites, linear_link, with_linear_link
+from orchestrator.effects.writes import WriteTarget
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.client import MemoryEtagCache
 from orchestrator.github.credentials import StaticToken
-from orchestrator.runtime.linear_writes import LinearWrites, linear_link, with_linear_link
-from orchestrator.runtime.recovery import IntentChecker
-from orchestrator.runtime.wiring import GitHubAccess, PolicyView, linear_tracker
-from orchestrator.runtime.writes import WriteTarget
+from orchestrator.repos.wiring import GitHubAccess, PolicyView, linear_tracker
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.linear import LinearTracker
 from orchestrator.tracker.linear_bridge import LinearIssues

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.daemon.polling_status import PollingStatus, ResourceCost
+from orchestrator.daemon.status import BudgetStatus, RunningTurn, RuntimeStatus
 from orchestrator.domain.phases import Phase, WaitingReason
-from orchestrator.runtime.polling_status import PollingStatus, ResourceCost
-from orchestrator.runtime.status import BudgetStatus, RunningTurn, RuntimeStatus
-from orchestrator.runtime.sweep import SweepStatus
 from orchestrator.store.database import Database
+from orchestrator.tick.sweep import SweepStatus
 from orchestrator.web.server import WebHandle, start_web
 from orchestrator.workflow.schema import DEFAULT_HEADER_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS
 
@@ -244,7 +244,7 @@ def populate_finished(db: Database) -> None:
         ReviewState,
         WorkpadRecord,
     )
-    from orchestrator.runtime.codec import encode_workpad
+    from orchestrator.store.codec import encode_workpad
 
     start = NOW - timedelta(hours=2)
     row = db.issues.ensure(

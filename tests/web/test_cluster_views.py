@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from prometheus_client.parser import text_string_to_metric_families
 
 from orchestrator.cli import cli
+from orchestrator.daemon.status import RuntimeStatus
 from orchestrator.operator import render
-from orchestrator.runtime.cluster import poll_lease_name
-from orchestrator.runtime.status import RuntimeStatus
+from orchestrator.repos.cluster import poll_lease_name
 from orchestrator.store.database import Database
 from orchestrator.web.app import readiness_problems
 from orchestrator.web.metrics import make_registry, metrics_text

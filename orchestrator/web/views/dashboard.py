@@ -10,9 +10,9 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
-from orchestrator.runtime.cluster import poll_lease_name
-from orchestrator.runtime.polling_status import PollingStatus
-from orchestrator.runtime.status import RunningTurn, RuntimeStatus
+from orchestrator.daemon.polling_status import PollingStatus
+from orchestrator.daemon.status import RunningTurn, RuntimeStatus
+from orchestrator.repos.cluster import poll_lease_name
 from orchestrator.store.database import Database
 from orchestrator.store.models import TrackedIssue
 from orchestrator.web.views.issue import final_merge, finished, iso_time, observation_of

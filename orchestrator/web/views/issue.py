@@ -13,10 +13,10 @@ from typing import Any
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.workpad import render_workpad
 from orchestrator.logs import get_logger
-from orchestrator.runtime.codec import TYPE_KEY, CodecError, decode_workpad
-from orchestrator.runtime.records import RECOVERY_KEY
+from orchestrator.store.codec import TYPE_KEY, CodecError, decode_workpad
 from orchestrator.store.database import Database
 from orchestrator.store.models import TrackedIssue
+from orchestrator.store.records import RECOVERY_KEY
 from orchestrator.tracker.base import CLOSED_STATE
 
 log = get_logger(__name__)

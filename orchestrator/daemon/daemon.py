@@ -1,0 +1,453 @@
+"""The daemon's lifecycle: start-up, the scheduler's jobs, ticks on request, signals, shutdown.
+
+Start-up loads the policy (refusing an invalid one), opens the store (the
+SQLite file's lock, migrations), builds each repository's parts and checks
+GitHub (:mod:`orchestrator.repos.repo_set`), joins the cluster
+(:mod:`orchestrator.repos.cluster`) and recovers what a crash left behind.
+The scheduler (:mod:`orchestrator.daemon.jobs`) then runs four fixed jobs:
+the poll job (:mod:`orchestrator.daemon.poller`, every ``polling.interval_ms``,
+one at a time), the heartbeat (systemd's watchdog, claims and the poll lease),
+the claim pass and the lease reaper. A tick can be asked for at once (a turn
+finished, the refresh endpoint); requests coalesce
+(:mod:`orchestrator.daemon.tick_requests`). SIGTERM stops dispatching, lets
+running turns finish within the grace period, cancels the rest, marks their
+runs and releases the leases; SIGHUP reloads the policy now.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+
+from apscheduler.schedulers.background import BackgroundScheduler
+
+from orchestrator.agent import SettingsError
+from orchestrator.daemon.background import BackgroundJobs
+from orchestrator.daemon.dashboard import DashboardError, WebHandle, start_dashboard
+from orchestrator.daemon.descriptors import DescriptorLimit, current_limit, raise_limit
+from orchestrator.daemon.hardening import forbid_inspection
+from orchestrator.daemon.jobs import Jobs, start_scheduler
+from orchestrator.daemon.live_status import live_status
+from orchestrator.daemon.poller import Poller
+from orchestrator.daemon.recovery import RecoveryReport
+from orchestrator.daemon.signals import Signals
+from orchestrator.daemon.startup import (
+    Assembled,
+    DaemonError,
+    DaemonHooks,
+    Identity,
+    LoadedPolicy,
+    assemble,
+    load_policy,
+    log_descriptors,
+    open_database,
+    recover,
+)
+from orchestrator.daemon.status import RuntimeStatus
+from orchestrator.daemon.stopping import settle
+from orchestrator.daemon.systemd import SystemdNotifier
+from orchestrator.daemon.tick_requests import TickRequests
+from orchestrator.github.accounting import Accounting
+from orchestrator.github.errors import RateLimited
+from orchestrator.github.retry import RetryPolicy
+from orchestrator.logs import (
+    bind_context,
+    bind_process,
+    get_logger,
+    unbind_context,
+)
+from orchestrator.repos.cluster import DEFAULT_LEASE_S, ClusterRole
+from orchestrator.repos.discovery import DiscoveryError
+from orchestrator.repos.feed_keeper import FeedKeeper
+from orchestrator.repos.parts import AssemblyError, Parts, Store
+from orchestrator.repos.repo_set import RepoSet
+from orchestrator.repos.wiring import (
+    PolicyView,
+    WiringError,
+)
+from orchestrator.store.database import Database
+from orchestrator.store.outage import DatabaseHealth
+from orchestrator.store.records import RecordStore
+from orchestrator.tick.cycle import TickReport
+from orchestrator.tick.request import WHOLE, CycleRequest
+from orchestrator.tick.switches import SwitchBoard
+from orchestrator.turns.claimer import TurnClaimer
+from orchestrator.turns.pool import WorkerPool
+from orchestrator.workflow import Policy
+
+__all__ = ["REPLICA_ENV", "Daemon", "DaemonError", "default_replica_id"]
+
+log = get_logger(__name__)
+
+# Extra time for cancelled turns to end (the agent's own grace period comes on top).
+CANCEL_WAIT_S = 10.0
+# How often the main thread wakes to run the handlers of signals other threads received.
+SIGNAL_POLL_S = 0.25
+REPLICA_ENV = "ORCHESTRATOR_REPLICA_ID"
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def default_replica_id() -> str:
+    """This replica's name: ``ORCHESTRATOR_REPLICA_ID``, else the host name and process id."""
+    return os.environ.get(REPLICA_ENV) or f"{socket.gethostname()}-{os.getpid()}"
+
+
+class Daemon:
+    """The orchestrator daemon; also the web layer's ``DaemonControl``."""
+
+    def __init__(
+        self,
+        policy_path: str | os.PathLike[str],
+        *,
+        db_url: str | None = None,
+        port: int | None = None,
+        serve_web: bool = True,
+        grace_s: float | None = None,
+        replica_id: str | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
+        env: Mapping[str, str] | None = None,
+        harden: bool = True,
+        github_retry: RetryPolicy | None = None,
+        clock: Callable[[], datetime] = _utc_now,
+        freeze_heap: bool = False,
+    ) -> None:
+        self.policy_path = Path(policy_path)
+        self._db_flag, self._port, self._serve_web = db_url, port, serve_web
+        self._github_retry, self._env, self._harden = github_retry, env, harden
+        self._freeze_heap = freeze_heap
+        # None: the policy's agent.shutdown_grace_ms, read when the stop begins.
+        self._grace_flag = grace_s
+        self.replica_id = replica_id or default_replica_id()
+        self.lease_s = lease_s
+        self.clock = clock
+        self.descriptors: DescriptorLimit = current_limit()
+        self.notifier = SystemdNotifier()
+        self.db_health = DatabaseHealth()
+        self.accounting = Accounting()
+        self.started_at = clock()
+        self.requests = TickRequests(self._wake_poll)
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self.signals = Signals(self._stop)
+        self._stopping = False
+        self._scheduler: BackgroundScheduler | None = None
+        self._web: WebHandle | None = None
+        self._store: Store | None = None
+        self.recovery: RecoveryReport | None = None
+        # Set by start().
+        self.db: Database
+        self.records: RecordStore
+        self.feeds: FeedKeeper
+        self.switches: SwitchBoard
+        self.pool: WorkerPool
+        self.claimer: TurnClaimer
+        self.cluster: ClusterRole
+        self.repo_set: RepoSet
+        self.poller: Poller
+        self.jobs: BackgroundJobs
+        self._parts: Assembled
+
+    # ============================================================ the parts
+
+    @property
+    def grace_s(self) -> float:
+        """How long running turns may finish on SIGTERM: ``--grace-seconds``, else the policy's."""
+        if self._grace_flag is not None:
+            return self._grace_flag
+        policy = self.view.policy if hasattr(self, "repo_set") else Policy()
+        return policy.agent.shutdown_grace_ms / 1000
+
+    @property
+    def leading(self) -> tuple[str, ...]:
+        """The repositories this replica polls now (empty on a follower)."""
+        return self.cluster.leading if hasattr(self, "cluster") else ()
+
+    @property
+    def view(self) -> PolicyView:
+        """The policy as the first repository sees it."""
+        return self.repo_set.view
+
+    @property
+    def parts(self) -> Parts:
+        """The first repository's parts (GitHub access, builder, gate, turn runner)."""
+        return self.repo_set.first.parts
+
+    @property
+    def repos(self) -> tuple[str, ...]:
+        """The repositories this daemon polls."""
+        return tuple(self.repo_set.units)
+
+    # ============================================================== start-up
+
+    def start(self) -> None:
+        """Everything before the first tick; raises :class:`DaemonError` with the reason."""
+        # Every line of this process names its replica, the web server's and scheduler's too.
+        bind_process(replica=self.replica_id)
+        hardened = forbid_inspection() if self._harden else False
+        # The daemon's own process takes every descriptor it may have (see descriptors.py).
+        self.descriptors = raise_limit() if self._harden else current_limit()
+        log_descriptors(self.descriptors)
+        loaded = load_policy(self.policy_path, self._env)
+        self._store, db_url = open_database(self._db_flag, loaded, self.policy_path)
+        self.db = self._store.db
+        # The first tick's conditional requests then find their ETags in memory.
+        warmed = self.db.http_cache.warm()
+        bind_context(replica=self.replica_id)
+        try:
+            self._make_parts(loaded, db_url)
+        except (SettingsError, WiringError, AssemblyError, DiscoveryError, RateLimited) as error:
+            self._close()
+            raise DaemonError(str(error)) from None
+        self.recovery, released = recover(
+            self._store,
+            self.records,
+            self.parts.github,
+            clock=self.clock,
+            replica_id=self.replica_id,
+        )
+        for unit in self.repo_set.units.values():
+            unit.finished_claims = self.db.claims.finished_count(unit.repo)
+        self._bind()
+        self.cluster.join()
+        log.info(
+            "daemon_started",
+            repos=list(self.repo_set.units),
+            claims_released=released,
+            hardened=hardened,
+            policy=str(self.policy_path),
+            database=self.db.display_url,
+            replica_id=self.replica_id,
+            rollout_mode=self.view.flow.rollout_mode.value,
+            sandbox=self.repo_set.agents.sandbox.mode.value
+            if self.repo_set.agents.sandbox
+            else None,
+            http_cache_warmed=warmed,
+            interrupted_runs=self.recovery.interrupted_runs,
+            intents_confirmed=self.recovery.confirmed,
+            intents_unconfirmed=self.recovery.unconfirmed,
+        )
+
+    def _make_parts(self, loaded: LoadedPolicy, db_url: str) -> None:
+        identity = Identity(
+            replica_id=self.replica_id,
+            lease_s=self.lease_s,
+            clock=self.clock,
+            retry=self._github_retry,
+            env=self._env,
+            accounting=self.accounting,
+            health=self.db_health,
+        )
+        parts = assemble(
+            self.db,
+            loaded,
+            db_url=db_url,
+            identity=identity,
+            requests=self.requests,
+            hooks=DaemonHooks(
+                request_tick=self.request_tick,
+                claim_ready=self.claim_ready,
+                stopping=lambda: self._stopping,
+                bind=self._bind,
+                ready=self._ready,
+                notifier=self.notifier,
+            ),
+            freeze_heap=self._freeze_heap,
+        )
+        self._parts = parts
+        self.cluster, self.feeds, self.records = parts.cluster, parts.feeds, parts.records
+        self.switches, self.pool, self.claimer = parts.switches, parts.pool, parts.claimer
+        self.repo_set, self.poller, self.jobs = parts.repo_set, parts.poller, parts.jobs
+
+    def _bind(self) -> None:
+        """Bind this thread's log context: the replica, and the repository when there is one
+        (with several, each repository's lines name their own)."""
+        bind_context(replica=self.replica_id)
+        if len(self.repo_set.units) == 1:
+            bind_context(repo=self.view.repo)
+        else:
+            unbind_context("repo")
+
+    # =============================================================== control
+
+    def request_tick(self) -> bool:
+        """Ask for a tick now; False when one is already pending (the requests coalesce)."""
+        return self.requests.whole()
+
+    def _wake_poll(self) -> None:
+        scheduler = self._scheduler
+        if scheduler is not None and scheduler.running:
+            try:
+                scheduler.modify_job("poll", next_run_time=datetime.now(UTC))
+            except LookupError:
+                return
+
+    def set_brake(self, active: bool) -> None:
+        """Create or remove the local kill-switch file; a tick follows at once."""
+        self.switches.set_brake(active)
+        log.warning("brake", active=active, file=str(self.switches.kill_switch_file))
+        if active:
+            self.pool.cancel_all("kill_switch")
+        self.request_tick()
+
+    def reload_policy(self) -> None:
+        """Re-read the policy at the next tick whatever the file's stat says (SIGHUP)."""
+        self.repo_set.source.request_reload()
+        log.info("policy_reload_requested", path=str(self.policy_path))
+        self.request_tick()
+
+    def tick(self, request: CycleRequest = WHOLE) -> TickReport | None:
+        """Run one tick now in the calling thread (None when it was skipped or failed)."""
+        return self.poller.tick(request)
+
+    def claim_ready(self) -> int:
+        """Start queued turns in this replica's free threads; pass cancellations on."""
+        self.claimer.pass_cancellations()
+        if self._stopping:
+            return 0
+        return self.claimer.claim_ready(
+            agents=self.repo_set.agents, work_for=self.repo_set.work_for
+        )
+
+    # ============================================================ scheduling
+
+    def run_scheduler(self) -> None:
+        """Start the scheduler's jobs and the web server, then report READY."""
+        interval = self.view.interval_s
+        heartbeat = self.jobs.heartbeat_s()
+        if self._serve_web:
+            try:
+                self._web = start_dashboard(
+                    self.view,
+                    port=self._port,
+                    db=self.db,
+                    descriptors=self.descriptors,
+                    status=self.status,
+                    control=self,
+                )
+            except DashboardError as error:
+                raise DaemonError(str(error)) from None
+        jobs = self.jobs
+        self._scheduler = scheduler = start_scheduler(
+            Jobs(
+                poll=self._poll_job,
+                heartbeat=jobs.heartbeat,
+                claim=jobs.claim,
+                reap=jobs.reap,
+                interval_s=interval,
+                heartbeat_s=heartbeat,
+            )
+        )
+        self.repo_set.on_interval = lambda seconds: scheduler.reschedule_job(
+            "poll", trigger="interval", seconds=seconds
+        )
+        self.notifier.ready(f"polling {', '.join(self.repo_set.units)} every {interval:g} s")
+        # systemd hears READY=1 before the first WATCHDOG=1.
+        self._ready.set()
+        log.info("daemon_ready", interval_s=interval, heartbeat_s=heartbeat)
+
+    def _poll_job(self) -> None:
+        # Scheduler threads do not inherit the main thread's context variables.
+        self._bind()
+        self.poller.poll_job(self._stop)
+
+    # =============================================================== running
+
+    def serve_forever(self) -> int:
+        """Run until SIGTERM or SIGINT (main thread only); returns the exit status."""
+        self.signals.install()
+        try:
+            self.run_scheduler()
+        except DaemonError:
+            self.shutdown(grace_s=0)
+            raise
+        while not self._stop.is_set():
+            # Never an unbounded wait: a signal the kernel hands to another thread only
+            # sets a flag, and its handler runs when this thread next runs Python code.
+            if not self.signals.signalled.wait(SIGNAL_POLL_S):
+                continue
+            self.signals.signalled.clear()
+            if self.signals.take_reload() and not self._stop.is_set():
+                self.reload_policy()
+        self.shutdown()
+        return 0
+
+    def run_once(self) -> int:
+        """One tick, then wait for the turns it started, then stop (cron-style use)."""
+        self.tick()
+        limit = self.view.policy.agent.turn_timeout_ms / 1000 + CANCEL_WAIT_S
+        if not self.pool.wait_idle(limit):
+            self.pool.cancel_all("shutdown")
+            self.pool.wait_idle(CANCEL_WAIT_S)
+        self.shutdown(grace_s=0)
+        return 0
+
+    def stop(self) -> None:
+        """Ask :meth:`serve_forever` to shut down (what SIGTERM does)."""
+        self._stop.set()
+        self.signals.signalled.set()
+
+    def shutdown(self, grace_s: float | None = None) -> None:
+        """Stop dispatching, let turns finish within the grace period, cancel the rest, clean up."""
+        grace = self.grace_s if grace_s is None else grace_s
+        self.notifier.stopping()
+        log.info("daemon_stopping", grace_s=grace, running=self.pool.busy)
+        self._stopping = True
+        self._stop.set()
+        self.pool.stop_accepting()
+        scheduler, self._scheduler = self._scheduler, None
+        if scheduler is not None:
+            scheduler.shutdown(wait=True)
+        if not self.pool.wait_idle(grace):
+            cancelled = self.pool.cancel_all("shutdown")
+            log.warning("turns_cancelled", count=cancelled)
+            self.pool.wait_idle(
+                self.repo_set.agents.settings.grace_period_ms / 1000 + CANCEL_WAIT_S
+            )
+        self.pool.shutdown()
+        interrupted, released = settle(
+            self._parts, self.db, self.db_health, replica_id=self.replica_id
+        )
+        if self._web is not None:
+            self._web.stop()
+            self._web = None
+        log.info("daemon_stopped", interrupted_runs=interrupted, leases_released=released)
+        self._close()
+
+    def _close(self) -> None:
+        store, self._store = self._store, None
+        if store is not None:
+            store.close()
+
+    # ================================================================ status
+
+    @property
+    def web_url(self) -> str | None:
+        """The dashboard's URL, once it serves."""
+        return self._web.url if self._web is not None else None
+
+    def status(self) -> RuntimeStatus:
+        """The daemon's live state (a fresh frozen value each call)."""
+        return live_status(self)
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no agent turn runs (``--once`` and tests drive ticks this way).
+
+        While it waits, the claims and the lease are renewed at the heartbeat's pace,
+        as the scheduler would: a turn longer than the lease keeps its claim.
+        """
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if self.pool.wait_idle(max(0.0, min(remaining, self.jobs.heartbeat_s()))):
+                return True
+            if remaining <= 0:
+                return False
+            self.jobs.guarded("heartbeat", self.jobs.beat)

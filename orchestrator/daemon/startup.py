@@ -1,0 +1,251 @@
+"""The daemon's start-up steps that come before its parts: the policy, the database,
+and what a previous life left behind.
+
+Each step refuses with a :class:`DaemonError` whose message says what to
+change; nothing is left open behind a refusal.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from orchestrator.daemon.background import BackgroundJobs
+from orchestrator.daemon.descriptors import DescriptorLimit
+from orchestrator.daemon.poller import Poller, PollerParts
+from orchestrator.daemon.recovery import RecoveryReport, recover_after_restart
+from orchestrator.daemon.systemd import SystemdNotifier
+from orchestrator.daemon.tick_requests import TickRequests
+from orchestrator.github.accounting import Accounting
+from orchestrator.github.credentials import TokenProvider
+from orchestrator.github.retry import RetryPolicy
+from orchestrator.logs import get_logger, register_secret
+from orchestrator.repos.cluster import ClusterRole
+from orchestrator.repos.feed_keeper import FeedKeeper
+from orchestrator.repos.parts import AssemblyError, Shared, Store, open_store
+from orchestrator.repos.repo_set import RepoSet
+from orchestrator.repos.wiring import (
+    GitHubAccess,
+    PolicyView,
+    WiringError,
+    first_view,
+    policy_credentials,
+)
+from orchestrator.store.database import Database
+from orchestrator.store.engine import choose_database
+from orchestrator.store.outage import DatabaseHealth
+from orchestrator.store.records import RecordStore
+from orchestrator.tick.switches import SwitchBoard
+from orchestrator.turns.claimer import TurnClaimer
+from orchestrator.turns.pool import WorkerPool
+from orchestrator.workflow import PolicyError, PolicySource
+
+log = get_logger(__name__)
+
+
+class DaemonError(RuntimeError):
+    """The daemon cannot start; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class LoadedPolicy:
+    """The policy file, as the first repository sees it, and the credential it names."""
+
+    source: PolicySource
+    view: PolicyView
+    credentials: TokenProvider
+
+
+def load_policy(path: Path, env: Mapping[str, str] | None) -> LoadedPolicy:
+    """Read and check the policy; its server tokens are never logged from here on."""
+    try:
+        source = PolicySource(path, env=env)
+    except PolicyError as error:
+        raise DaemonError(f"invalid policy:\n{error}") from None
+    try:
+        view = first_view(source.current)
+        credentials = policy_credentials(view.policy)
+    except WiringError as error:
+        raise DaemonError(str(error)) from None
+    register_secret(view.policy.server.token)
+    register_secret(view.policy.server.metrics_token)
+    return LoadedPolicy(source, view, credentials)
+
+
+def open_database(flag: str | None, loaded: LoadedPolicy, policy_path: Path) -> tuple[Store, str]:
+    """The database ``--db``, the environment or the policy names, locked (SQLite) and
+    migrated, and its URL."""
+    database = choose_database(flag, loaded.view.policy.database.url, policy_path)
+    try:
+        store = open_store(database.url, upgrade_command=database.command("upgrade"))
+        return store, database.url
+    except AssemblyError as error:
+        raise DaemonError(str(error)) from None
+
+
+def log_descriptors(limit: DescriptorLimit) -> None:
+    log.info(
+        "descriptor_limit",
+        soft=limit.soft,
+        hard=limit.hard,
+        started_with=limit.started_with,
+        web_budget=limit.web_budget,
+    )
+
+
+def recover(
+    store: Store,
+    records: RecordStore,
+    github: GitHubAccess,
+    *,
+    clock: Callable[[], datetime],
+    replica_id: str,
+) -> tuple[RecoveryReport, int]:
+    """Settle what a crash left behind; hand back the turn claims this replica held.
+
+    Returns the recovery's report and how many claims were released.
+    """
+    db = store.db
+    replica = None if db.is_sqlite else replica_id
+    report = recover_after_restart(
+        db=db, records=records, github=github, now=clock, replica_id=replica
+    )
+    # A starting process holds no turn: what a previous life of this replica (or, on
+    # SQLite, of the only daemon) still holds is handed back to be claimed again.
+    released = db.claims.release(replica)
+    if db.is_sqlite:
+        # The file lock makes this the only daemon: leases of a killed one are void.
+        db.leases.clear()
+    return report, released
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Who this replica is, and what its parts are made with."""
+
+    replica_id: str
+    lease_s: float
+    clock: Callable[[], datetime]
+    retry: RetryPolicy | None
+    env: Mapping[str, str] | None
+    accounting: Accounting
+    health: DatabaseHealth
+
+
+@dataclass(frozen=True)
+class DaemonHooks:
+    """What the daemon's parts call back into the daemon for."""
+
+    request_tick: Callable[[], object]
+    claim_ready: Callable[[], object]
+    stopping: Callable[[], bool]
+    bind: Callable[[], None]
+    # Set once systemd has heard READY=1.
+    ready: threading.Event
+    notifier: SystemdNotifier
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """The daemon's parts, made once at start-up."""
+
+    cluster: ClusterRole
+    feeds: FeedKeeper
+    records: RecordStore
+    switches: SwitchBoard
+    pool: WorkerPool
+    claimer: TurnClaimer
+    repo_set: RepoSet
+    poller: Poller
+    jobs: BackgroundJobs
+
+
+def assemble(
+    db: Database,
+    loaded: LoadedPolicy,
+    *,
+    db_url: str,
+    identity: Identity,
+    requests: TickRequests,
+    hooks: DaemonHooks,
+    freeze_heap: bool,
+) -> Assembled:
+    """The daemon's shared parts, each repository's (checked against GitHub), the poller
+    and the other jobs."""
+    clock, policy = identity.clock, loaded.view.policy
+    cluster = ClusterRole(db, replica_id=identity.replica_id, lease_s=identity.lease_s, clock=clock)
+    records = RecordStore(db)
+    switches = SwitchBoard(loaded.view.kill_switch_file)
+    pool = WorkerPool(policy.agent.max_concurrent_agents, clock=clock)
+    pool.on_finished = hooks.request_tick
+    claimer = TurnClaimer(
+        db=db,
+        records=records,
+        pool=pool,
+        replica_id=identity.replica_id,
+        lease_ttl=lambda: cluster.ttl,
+        clock=clock,
+    )
+    shared = Shared(
+        db=db,
+        records=records,
+        switches=switches,
+        pool=pool,
+        accounting=identity.accounting,
+        health=identity.health,
+        replica_id=identity.replica_id,
+        clock=clock,
+    )
+    repo_set = RepoSet(
+        loaded.source,
+        shared,
+        view=loaded.view,
+        credentials=loaded.credentials,
+        claimer=claimer,
+        cluster=cluster,
+        retry=identity.retry,
+        db_url=db_url,
+        env=identity.env,
+    )
+    repo_set.open()
+    feeds = FeedKeeper(db.feeds, clock=clock)
+    poller_parts = PollerParts(
+        repos=repo_set,
+        cluster=cluster,
+        db=db,
+        feeds=feeds,
+        health=identity.health,
+        accounting=identity.accounting,
+        clock=clock,
+        start_turns=hooks.claim_ready,
+        stopping=hooks.stopping,
+        bind=hooks.bind,
+    )
+    jobs = BackgroundJobs(
+        db=db,
+        health=identity.health,
+        claimer=claimer,
+        cluster=cluster,
+        repos=repo_set,
+        notifier=hooks.notifier,
+        ready=hooks.ready,
+        request_tick=hooks.request_tick,
+        claim_ready=hooks.claim_ready,
+        stopping=hooks.stopping,
+        bind=hooks.bind,
+    )
+    pool.on_first_event = jobs.first_event
+    return Assembled(
+        cluster=cluster,
+        feeds=feeds,
+        records=records,
+        switches=switches,
+        pool=pool,
+        claimer=claimer,
+        repo_set=repo_set,
+        poller=Poller(poller_parts, requests, freeze_heap=freeze_heap),
+        jobs=jobs,
+    )

@@ -1,0 +1,1 @@
+"""The one side-effect gate, and what performs each kind of side effect."""

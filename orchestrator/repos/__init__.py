@@ -1,0 +1,1 @@
+"""Which repositories the daemon polls, and each one's collaborators (GitHub access, gate, tick)."""

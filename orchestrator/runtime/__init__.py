@@ -1,1 +1,0 @@
-"""The daemon: scheduler, tick, side-effect gate, worker pool and lifecycle."""

@@ -1,0 +1,1 @@
+"""One pass over a repository: read the world, plan, act."""
