@@ -65,11 +65,8 @@ from orchestrator.repos.cluster import DEFAULT_LEASE_S, ClusterRole
 from orchestrator.repos.discovery import DiscoveryError
 from orchestrator.repos.feed_keeper import FeedKeeper
 from orchestrator.repos.parts import AssemblyError, Parts, Store
+from orchestrator.repos.policy_view import PolicyView, WiringError
 from orchestrator.repos.repo_set import RepoSet
-from orchestrator.repos.wiring import (
-    PolicyView,
-    WiringError,
-)
 from orchestrator.store.database import Database
 from orchestrator.store.outage import DatabaseHealth
 from orchestrator.store.records import RecordStore

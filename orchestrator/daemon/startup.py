@@ -23,17 +23,13 @@ from orchestrator.github.accounting import Accounting
 from orchestrator.github.credentials import TokenProvider
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import get_logger, register_secret
+from orchestrator.repos.access import GitHubAccess
 from orchestrator.repos.cluster import ClusterRole
+from orchestrator.repos.credentials import policy_credentials
 from orchestrator.repos.feed_keeper import FeedKeeper
 from orchestrator.repos.parts import AssemblyError, Shared, Store, open_store
+from orchestrator.repos.policy_view import PolicyView, WiringError, first_view
 from orchestrator.repos.repo_set import RepoSet
-from orchestrator.repos.wiring import (
-    GitHubAccess,
-    PolicyView,
-    WiringError,
-    first_view,
-    policy_credentials,
-)
 from orchestrator.store.database import Database
 from orchestrator.store.engine import choose_database
 from orchestrator.store.outage import DatabaseHealth

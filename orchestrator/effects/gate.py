@@ -36,7 +36,8 @@ from orchestrator.domain.workpad import parse_workpad, render_workpad
 from orchestrator.effects.writes import GitHubWrites, WriteTarget
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.logs import get_logger
-from orchestrator.repos.wiring import GitHubAccess, PolicyView
+from orchestrator.repos.access import GitHubAccess
+from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence, FenceLost
 from orchestrator.store.models import SideEffectStatus

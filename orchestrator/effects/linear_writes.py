@@ -57,7 +57,9 @@ from orchestrator.effects.writes import (
     effect_marker,
 )
 from orchestrator.logs import get_logger
-from orchestrator.repos.wiring import AgentWiring, GitHubAccess, PolicyView
+from orchestrator.repos.access import GitHubAccess
+from orchestrator.repos.agents import AgentWiring
+from orchestrator.repos.policy_view import PolicyView
 from orchestrator.tracker.linear_approval import LinearApproval, linear_approval
 from orchestrator.tracker.linear_bridge import LinearIssues
 from orchestrator.tracker.linear_client import LinearError

@@ -54,7 +54,9 @@ from orchestrator.github.outcomes import (
     PROpen,
 )
 from orchestrator.logs import get_logger
-from orchestrator.repos.wiring import AgentWiring, GitHubAccess, PolicyView
+from orchestrator.repos.access import GitHubAccess
+from orchestrator.repos.agents import AgentWiring
+from orchestrator.repos.policy_view import PolicyView
 from orchestrator.workflow.schema import ReviewCommentMode
 
 

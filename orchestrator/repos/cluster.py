@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 
 from orchestrator import __version__
 from orchestrator.logs import get_logger
-from orchestrator.repos.wiring import PolicyView
+from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence
 

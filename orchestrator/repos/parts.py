@@ -24,15 +24,10 @@ from orchestrator.github.credentials import TokenProvider
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import get_logger, redact_text
-from orchestrator.repos.wiring import (
-    AgentWiring,
-    GitHubAccess,
-    PolicyView,
-    credential_key,
-    github_endpoint,
-    linear_issues,
-    tracker_settings,
-)
+from orchestrator.repos.access import GitHubAccess, linear_issues, tracker_settings
+from orchestrator.repos.agents import AgentWiring
+from orchestrator.repos.credentials import credential_key
+from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.database import Database
 from orchestrator.store.engine import describe_url, is_sqlite, sqlite_path
 from orchestrator.store.migrate import SchemaAheadError, SchemaBehindError
@@ -46,7 +41,7 @@ from orchestrator.tick.switches import SwitchBoard
 from orchestrator.turns.claimer import TurnClaimer
 from orchestrator.turns.pool import WorkerPool
 from orchestrator.turns.runner import TurnRunner
-from orchestrator.workflow.flow import github_web_base
+from orchestrator.workflow.flow import github_endpoint, github_web_base
 
 log = get_logger(__name__)
 

@@ -23,8 +23,11 @@ from orchestrator.github.credentials import TokenProvider
 from orchestrator.github.errors import RateLimited
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import get_logger
+from orchestrator.repos.access import tracker_settings
+from orchestrator.repos.agents import AgentWiring, agent_wiring_key, build_agent_wiring
 from orchestrator.repos.cluster import ClusterRole
 from orchestrator.repos.containment import log_sandbox
+from orchestrator.repos.credentials import agent_secrets, credential_key, policy_credentials
 from orchestrator.repos.discovery import DiscoveryError, opted_in, tracked_repos
 from orchestrator.repos.parts import (
     AssemblyError,
@@ -35,21 +38,10 @@ from orchestrator.repos.parts import (
     guess_clone_url,
     preflight,
 )
-from orchestrator.repos.wiring import (
-    AgentWiring,
-    PolicyView,
-    WiringError,
-    agent_secrets,
-    agent_wiring_key,
-    build_agent_wiring,
-    credential_key,
-    first_view,
-    github_endpoint,
-    policy_credentials,
-    tracker_settings,
-)
+from orchestrator.repos.policy_view import PolicyView, WiringError, first_view
 from orchestrator.turns.claimer import RepoWork, TurnClaimer
 from orchestrator.workflow import PolicySource, Workflow
+from orchestrator.workflow.flow import github_endpoint
 from orchestrator.workflow.source import ReloadOutcome
 
 log = get_logger(__name__)

@@ -17,7 +17,8 @@ from orchestrator.domain.planner import plan
 from orchestrator.domain.reconcile import stale_turns
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.logs import get_logger
-from orchestrator.repos.wiring import AgentWiring, PolicyView
+from orchestrator.repos.agents import AgentWiring
+from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.fencing import Fence
 from orchestrator.tick.execute import ExecutionReport, Executor
 from orchestrator.tick.gather import SnapshotBuilder

@@ -36,7 +36,9 @@ from orchestrator.domain.workpad import Observation
 from orchestrator.effects.gate import SideEffectGate, Verdict
 from orchestrator.github.errors import RateLimited
 from orchestrator.logs import get_logger
-from orchestrator.repos.wiring import AgentWiring, PolicyView, tracker_settings
+from orchestrator.repos.access import tracker_settings
+from orchestrator.repos.agents import AgentWiring
+from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.fencing import Fence
 from orchestrator.store.issues import Applied, Illegal
 from orchestrator.store.records import RecordRow, RecordStore

@@ -33,15 +33,17 @@ from orchestrator.domain.actions import Dispatch
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.snapshot import IssueRef, PullRequest, RunningAgent, TrackedIssue
 from orchestrator.logs import bind_context, get_logger, issue_key
-from orchestrator.repos.wiring import AgentWiring, PolicyView
+from orchestrator.repos.agents import AgentWiring
+from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.claims import Claimed
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence
 from orchestrator.store.outage import is_unreachable
 from orchestrator.store.records import RecordStore
 from orchestrator.turns.handoff import HandoffError, TurnInputs, decode_inputs, encode_inputs
+from orchestrator.turns.job import HeldTurn, TurnJob
 from orchestrator.turns.pool import TurnSlot, WorkerPool
-from orchestrator.turns.runner import HeldTurn, TurnJob, TurnRunner
+from orchestrator.turns.runner import TurnRunner
 
 log = get_logger(__name__)
 

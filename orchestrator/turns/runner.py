@@ -34,105 +34,42 @@ tick dispatches again at once.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from orchestrator.agent import IssueRef as WorkspaceIssue
-from orchestrator.agent import RepoSource, TurnRequest, Workspace
+from orchestrator.agent import TurnRequest, Workspace
 from orchestrator.agent.errors import AgentLayerError
 from orchestrator.agent.events import TokenUsage
-from orchestrator.agent.head import HeadSnapshot
-from orchestrator.agent.result_files import CONTEXT_FILE
-from orchestrator.agent.safe_files import write_file
-from orchestrator.domain.actions import Dispatch, SideEffect, SideEffectKind
-from orchestrator.domain.effects import recorded_branch
-from orchestrator.domain.phases import Phase
-from orchestrator.domain.planner import plan
 from orchestrator.domain.record_updates import record_outcome
-from orchestrator.domain.selection import issue_priority
 from orchestrator.domain.snapshot import (
     AgentOutcome,
-    IssueRef,
-    IssueSnapshot,
-    KillSwitches,
     OutcomeKind,
-    PullRequest,
-    Snapshot,
-    StoredRecord,
-    ThreadComment,
-    TrackedIssue,
 )
 from orchestrator.effects.gate import SideEffectGate
 from orchestrator.github.errors import GitHubError, RateLimited
-from orchestrator.github.prstate import inspect_pr_state
 from orchestrator.logs import bind_context, error_fields, get_logger
-from orchestrator.repos.wiring import AgentWiring, GitHubAccess, PolicyView
+from orchestrator.repos.access import GitHubAccess
 from orchestrator.store.database import Database
-from orchestrator.store.fencing import Fence, FenceKind, FenceLost
+from orchestrator.store.fencing import FenceKind, FenceLost
 from orchestrator.store.outage import DatabaseHealth, is_unreachable
 from orchestrator.store.records import RecordRow, RecordStore
 from orchestrator.tick.switches import SwitchBoard
-from orchestrator.tracker.linear_client import LinearError
-from orchestrator.turns.context import turn_context
+from orchestrator.turns.job import HeldTurn, TurnJob, issue_branch
 from orchestrator.turns.pool import TurnSlot, WorkerPool
 from orchestrator.turns.pr_template import with_pr_template
+from orchestrator.turns.prompt import render_prompt
+from orchestrator.turns.push import PushParts, push_after_turn
 from orchestrator.turns.turn_commits import with_turn_commits
-from orchestrator.turns.workspace_sync import sync_to_head
-from orchestrator.workflow import PromptIssue, PromptRenderError, PromptWorkspace
+from orchestrator.turns.workspace_sync import adopt_unpushed_work, sync_to_head
+from orchestrator.workflow import PromptRenderError
 
 log = get_logger(__name__)
 
 # Dispatch reasons that start an agent afresh rather than continue its session.
 FRESH_START_REASONS = frozenset({"claim", "start"})
-
-
-def issue_branch(record: StoredRecord, view: PolicyView, number: int) -> str:
-    """The issue's branch, as the planner names it (see ``recorded_branch``)."""
-    return recorded_branch(record, view.flow.pr.branch_prefix, number)
-
-
-@dataclass(frozen=True)
-class TurnJob:
-    """Everything a worker needs for one turn, fixed when the tick dispatched it."""
-
-    dispatch: Dispatch
-    issue_id: int
-    issue: TrackedIssue
-    record: StoredRecord
-    pr: PullRequest | None
-    view: PolicyView
-    agents: AgentWiring
-    source: RepoSource
-    # The claim the turn runs under: its record and push are refused once it is lost.
-    fence: Fence | None = None
-
-    @property
-    def title(self) -> str:
-        return self.issue.title
-
-    @property
-    def labels(self) -> tuple[str, ...]:
-        return tuple(sorted(self.issue.labels))
-
-    @property
-    def tracker_state(self) -> str:
-        return self.issue.tracker_state or ""
-
-
-@dataclass
-class HeldTurn:
-    """A turn that ended while the database was out of reach, kept here until it returns."""
-
-    job: TurnJob
-    slot: TurnSlot
-    outcome: AgentOutcome
-    # What closes the run's row, until it is written.
-    run_close: dict[str, Any] | None
-    recorded: bool = False
-    announced: bool = False
 
 
 class TurnRunner:
@@ -160,6 +97,7 @@ class TurnRunner:
         self.replica_id = replica_id
         self.clock = clock
         self.health = health
+        self._push_parts = PushParts(records, github, gate, switches, clock)
 
     def run(self, job: TurnJob, slot: TurnSlot) -> HeldTurn | None:
         """The body of one worker: prepare, run, record, push.
@@ -183,7 +121,7 @@ class TurnRunner:
         run_close: dict[str, Any] | None = None
         try:
             workspace = self._workspace(job, slot)
-            prompt = self._prompt(job, workspace)
+            prompt = render_prompt(self.github, job, workspace)
             if slot.cancel_event.is_set():
                 outcome = self._bare_outcome(job, slot, OutcomeKind.CANCELLED, started_at)
             else:
@@ -277,7 +215,7 @@ class TurnRunner:
                 held.recorded = True
             if outcome.kind is OutcomeKind.SUCCEEDED and not slot.cancel_event.is_set():
                 try:
-                    self._push(job)
+                    push_after_turn(self._push_parts, job)
                 except Exception as error:
                     if is_unreachable(error):
                         raise
@@ -310,46 +248,6 @@ class TurnRunner:
                 raise
             log.error("turn_run_not_closed", **error_fields(problem))
 
-    def _push(self, job: TurnJob) -> None:
-        """Apply the push the planner wants after this turn, from this replica's workspace."""
-        row = self.records.get_by_id(job.issue_id)
-        if row is None:
-            return
-        pr = job.pr
-        if job.dispatch.phase is Phase.REWORK and pr is not None:
-            # What asked for the rework may be gone by now (a check passed on a rerun):
-            # the planner judges the turn against the pull request as it is now.
-            try:
-                fresh = inspect_pr_state(
-                    self.github.client, job.dispatch.issue.repo, pr.number, self.github.actor
-                )
-            except (GitHubError, RateLimited) as error:
-                log.warning("turn_push_deferred", error=str(error))
-                return
-            if fresh is not None:
-                pr = replace(fresh, url=pr.url, labels=pr.labels, head_branch=pr.head_branch)
-        now = self.clock()
-        snapshot = Snapshot(
-            now=now,
-            issues=(IssueSnapshot(issue=job.issue, record=row.record, pr=pr),),
-            kill_switches=KillSwitches(local_file_active=self.switches.local_file_active()),
-            self_login=self.github.login,
-        )
-        for action in plan(snapshot, job.view.flow, now):
-            if not (isinstance(action, SideEffect) and action.kind is SideEffectKind.PUSH_BRANCH):
-                continue
-            try:
-                outcome = self.gate.apply(
-                    action, view=job.view, row=row, title=job.title, fence=job.fence
-                )
-            except (GitHubError, RateLimited) as error:
-                # The leader's next tick plans the push again.
-                log.warning("turn_push_deferred", error=str(error))
-                return
-            log.info("turn_pushed", verdict=outcome.verdict.value)
-            if outcome.row is not None:
-                row = outcome.row
-
     # ----------------------------------------------------------------- steps
 
     def _workspace(self, job: TurnJob, slot: TurnSlot) -> Workspace:
@@ -366,91 +264,6 @@ class TurnRunner:
             discard = last.head_after if last is not None and last.discarded else None
             sync_to_head(job.agents.workspaces, workspace, job.source, job.pr.head_sha, discard)
         return workspace
-
-    def _issue_data(self, ref: IssueRef) -> tuple[dict[str, Any], str]:
-        """The issue's facts for the prompt, as GitHub names them, and its identifier:
-        GitHub's issue, or the Linear issue behind the ref (kind linear)."""
-        linear = self.github.linear
-        if linear is None:
-            data = self.github.client.request(
-                "GET", f"/repos/{ref.repo}/issues/{ref.number}", conditional=True
-            ).data
-            return dict(data or {}), f"{ref.repo}#{ref.number}"
-        issue = linear.issue(ref)
-        return {
-            "title": issue.title,
-            "body": issue.description,
-            "html_url": issue.url,
-            "node_id": issue.id,
-            "created_at": issue.created_at.isoformat(),
-            "updated_at": issue.updated_at,
-        }, issue.identifier
-
-    def _tracker_comments(self, ref: IssueRef, record: StoredRecord) -> tuple[ThreadComment, ...]:
-        """People's comments on the Linear issue since the last turn (none without Linear,
-        or when Linear cannot be read: the turn goes on without them)."""
-        linear = self.github.linear
-        if linear is None:
-            return ()
-        last = record.last_outcome
-        since = last.finished_at if last is not None else record.phase_since
-        try:
-            replies = linear.replies(ref, since)
-        except LinearError as error:
-            log.warning("linear_replies_unreadable", issue=str(ref), error=str(error))
-            return ()
-        return tuple(ThreadComment(r.author, r.body, r.created_at) for r in replies)
-
-    def _prompt(self, job: TurnJob, workspace: Workspace) -> str:
-        ref = job.dispatch.issue
-        client = self.github.client
-        data, identifier = self._issue_data(ref)
-        context = turn_context(
-            client=client,
-            repo=ref.repo,
-            number=ref.number if self.github.linear is None else None,
-            phase=job.dispatch.phase,
-            record=job.record,
-            pr=job.pr,
-            self_login=self.github.login,
-            policy=job.view.flow.review,
-            actor=self.github.actor,
-            tracker_comments=self._tracker_comments(ref, job.record),
-        )
-        # Not followed, never blocking: a link, FIFO or directory the agent left there
-        # fails the turn with UnsafeFile naming the file (a failed attempt, with backoff).
-        write_file(
-            workspace.result_dir,
-            CONTEXT_FILE,
-            json.dumps(context, indent=2, ensure_ascii=False).encode("utf-8"),
-        )
-        head = job.agents.workspaces.git.line(
-            workspace.path, "rev-parse", "--verify", "--quiet", "HEAD"
-        )
-        issue = PromptIssue(
-            number=ref.number,
-            identifier=identifier,
-            title=str((data or {}).get("title") or job.title),
-            body=str((data or {}).get("body") or ""),
-            url=str((data or {}).get("html_url") or ""),
-            state=job.tracker_state,
-            labels=job.labels,
-            id=str((data or {}).get("node_id") or ref.number),
-            priority=issue_priority(job.issue.labels, job.view.flow),
-            branch_name=workspace.branch,
-            created_at=_text_or_none((data or {}).get("created_at")),
-            updated_at=_text_or_none((data or {}).get("updated_at")),
-        )
-        return job.view.workflow.prompt.render(
-            phase=job.dispatch.phase,
-            issue=issue,
-            attempt=job.dispatch.attempt,
-            policy=job.view.policy,
-            workspace=PromptWorkspace(
-                path=str(workspace.path), branch=workspace.branch, head_sha=head or None
-            ),
-            context=context,
-        )
 
     def _bare_outcome(
         self, job: TurnJob, slot: TurnSlot, kind: OutcomeKind, started_at: datetime
@@ -526,48 +339,3 @@ class TurnRunner:
             now=self.clock(),
             fence=job.fence,
         )
-
-
-def adopt_unpushed_work(
-    outcome: AgentOutcome, job: TurnJob, workspace: Workspace, before: HeadSnapshot
-) -> AgentOutcome:
-    """Count commits an interrupted earlier turn left unpushed as this turn's own.
-
-    The turn's starting point becomes the last pushed commit when the
-    workspace's HEAD descends from it: the pull request's head, or, before
-    there is one, the point where the branch left the base branch it is
-    compared with. Ancestry is checked by commit id, so nothing the agent wrote
-    in the workspace can make a foreign commit pass for a pushed one; the push
-    itself checks the branch again (:meth:`MirrorStore.push_branch`).
-    """
-    started = outcome.head_before
-    if started is None:
-        return outcome
-    # The record's head is the freshest known push (a crash recovery may have confirmed
-    # one after the turn was planned); the pull request's head as planned comes next.
-    recorded = job.record.workpad.pr.head_sha if job.record.workpad.pr is not None else None
-    planned = job.pr.head_sha if job.pr is not None else None
-    candidates = [sha for sha in (recorded, planned) if sha]
-    if not candidates and before.ahead and before.compared_to is not None:
-        candidates = [_git_line(job, workspace, "merge-base", started, before.compared_to)]
-    if started in candidates:
-        # The turn started from a pushed head: the one recorded, or the pull request's as
-        # planned (the turn was brought up to someone else's push), which may descend from it.
-        return outcome
-    for pushed in candidates:
-        if _git_ok(job, workspace, "merge-base", "--is-ancestor", pushed, started):
-            log.info("unpushed_work_adopted", pushed=pushed, workspace_head=started)
-            return replace(outcome, head_before=pushed)
-    return outcome
-
-
-def _git_line(job: TurnJob, workspace: Workspace, *args: str) -> str:
-    return job.agents.workspaces.git.line(workspace.path, *args)
-
-
-def _git_ok(job: TurnJob, workspace: Workspace, *args: str) -> bool:
-    return job.agents.workspaces.git.ok(workspace.path, *args)
-
-
-def _text_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None

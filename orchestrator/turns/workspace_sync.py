@@ -18,9 +18,14 @@ reviews or fixes code that is not the pull request's.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from orchestrator.agent import RepoSource, Workspace, WorkspaceManager
 from orchestrator.agent.errors import WorkspaceError
+from orchestrator.agent.head import HeadSnapshot
+from orchestrator.domain.snapshot import AgentOutcome
 from orchestrator.logs import get_logger
+from orchestrator.turns.job import TurnJob
 
 log = get_logger(__name__)
 
@@ -118,3 +123,44 @@ def _bring_commit(
                     whole.open("rb") as stream,
                 ):
                     git.import_bundle(path, stream)
+
+
+def adopt_unpushed_work(
+    outcome: AgentOutcome, job: TurnJob, workspace: Workspace, before: HeadSnapshot
+) -> AgentOutcome:
+    """Count commits an interrupted earlier turn left unpushed as this turn's own.
+
+    The turn's starting point becomes the last pushed commit when the
+    workspace's HEAD descends from it: the pull request's head, or, before
+    there is one, the point where the branch left the base branch it is
+    compared with. Ancestry is checked by commit id, so nothing the agent wrote
+    in the workspace can make a foreign commit pass for a pushed one; the push
+    itself checks the branch again (:meth:`MirrorStore.push_branch`).
+    """
+    started = outcome.head_before
+    if started is None:
+        return outcome
+    # The record's head is the freshest known push (a crash recovery may have confirmed
+    # one after the turn was planned); the pull request's head as planned comes next.
+    recorded = job.record.workpad.pr.head_sha if job.record.workpad.pr is not None else None
+    planned = job.pr.head_sha if job.pr is not None else None
+    candidates = [sha for sha in (recorded, planned) if sha]
+    if not candidates and before.ahead and before.compared_to is not None:
+        candidates = [_git_line(job, workspace, "merge-base", started, before.compared_to)]
+    if started in candidates:
+        # The turn started from a pushed head: the one recorded, or the pull request's as
+        # planned (the turn was brought up to someone else's push), which may descend from it.
+        return outcome
+    for pushed in candidates:
+        if _git_ok(job, workspace, "merge-base", "--is-ancestor", pushed, started):
+            log.info("unpushed_work_adopted", pushed=pushed, workspace_head=started)
+            return replace(outcome, head_before=pushed)
+    return outcome
+
+
+def _git_line(job: TurnJob, workspace: Workspace, *args: str) -> str:
+    return job.agents.workspaces.git.line(workspace.path, *args)
+
+
+def _git_ok(job: TurnJob, workspace: Workspace, *args: str) -> bool:
+    return job.agents.workspaces.git.ok(workspace.path, *args)

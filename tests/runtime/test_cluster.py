@@ -13,7 +13,7 @@ from pathlib import Path
 from structlog.testing import capture_logs
 
 from orchestrator.repos.cluster import ClusterRole
-from orchestrator.repos.wiring import PolicyView
+from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence
 from orchestrator.workflow.loader import load_workflow

@@ -24,7 +24,8 @@ from orchestrator.effects.writes import WriteTarget
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.client import MemoryEtagCache
 from orchestrator.github.credentials import StaticToken
-from orchestrator.repos.wiring import GitHubAccess, PolicyView, linear_tracker
+from orchestrator.repos.access import GitHubAccess, linear_tracker
+from orchestrator.repos.policy_view import PolicyView
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.linear import LinearTracker
 from orchestrator.tracker.linear_bridge import LinearIssues

@@ -18,7 +18,8 @@ import structlog
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.domain.workpad import WORKPAD_COMMENT_MARKER
 from orchestrator.logs import clear_context, configure_logging
-from orchestrator.repos.wiring import WiringError, linear_tracker
+from orchestrator.repos.access import linear_tracker
+from orchestrator.repos.policy_view import WiringError
 from orchestrator.sim.control import ControlClient
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.linear import LinearScope, LinearTracker

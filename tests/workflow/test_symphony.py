@@ -18,7 +18,7 @@ from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import ApprovalSource as DomainApprovalSource
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.selection import issue_priority
-from orchestrator.repos.wiring import WiringError, policy_repo
+from orchestrator.repos.policy_view import WiringError, policy_repo
 from orchestrator.sim.testing import running_world
 from orchestrator.tracker.linear_approval import linear_approval
 from orchestrator.workflow import flow_policy
