@@ -42,6 +42,7 @@ from orchestrator.daemon.startup import (
     DaemonHooks,
     Identity,
     LoadedPolicy,
+    Store,
     assemble,
     load_policy,
     log_descriptors,
@@ -52,6 +53,7 @@ from orchestrator.daemon.status import RuntimeStatus
 from orchestrator.daemon.stopping import settle
 from orchestrator.daemon.systemd import SystemdNotifier
 from orchestrator.daemon.tick_requests import TickRequests
+from orchestrator.effects.switches import SwitchBoard
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.errors import RateLimited
 from orchestrator.github.retry import RetryPolicy
@@ -64,17 +66,16 @@ from orchestrator.logs import (
 from orchestrator.repos.cluster import DEFAULT_LEASE_S, ClusterRole
 from orchestrator.repos.discovery import DiscoveryError
 from orchestrator.repos.feed_keeper import FeedKeeper
-from orchestrator.repos.parts import AssemblyError, Parts, Store
-from orchestrator.repos.policy_view import PolicyView, WiringError
+from orchestrator.repos.parts import AssemblyError, Parts
 from orchestrator.repos.repo_set import RepoSet
 from orchestrator.store.database import Database
 from orchestrator.store.outage import DatabaseHealth
 from orchestrator.store.records import RecordStore
 from orchestrator.tick.cycle import TickReport
 from orchestrator.tick.request import WHOLE, CycleRequest
-from orchestrator.tick.switches import SwitchBoard
 from orchestrator.turns.claimer import TurnClaimer
 from orchestrator.turns.pool import WorkerPool
+from orchestrator.wiring.policy_view import PolicyView, WiringError
 from orchestrator.workflow import Policy
 
 __all__ = ["REPLICA_ENV", "Daemon", "DaemonError", "default_replica_id"]

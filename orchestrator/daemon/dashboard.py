@@ -9,8 +9,8 @@ from orchestrator.daemon.descriptors import DescriptorLimit, web_connection_cap
 from orchestrator.daemon.status import RuntimeStatus
 from orchestrator.logs import get_logger
 from orchestrator.repos.parts import web_base
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.database import Database
+from orchestrator.wiring.policy_view import PolicyView
 
 log = get_logger(__name__)
 

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 from orchestrator.daemon.polling_status import PollingStatus, resource_costs
 from orchestrator.daemon.status import BudgetStatus, RuntimeStatus
-from orchestrator.repos.containment import sandbox_status
 from orchestrator.tick.sweep import SweepStatus
+from orchestrator.wiring.containment import sandbox_status
 
 if TYPE_CHECKING:
     from orchestrator.daemon.daemon import Daemon

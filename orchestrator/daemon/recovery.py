@@ -40,10 +40,10 @@ from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.gateway import carries_marker
 from orchestrator.github.outcomes import PRInfo
 from orchestrator.logs import get_logger
-from orchestrator.repos.access import GitHubAccess
 from orchestrator.store.database import Database
 from orchestrator.store.models import SideEffect as OutboxRow
 from orchestrator.store.records import RecordStore
+from orchestrator.wiring.access import GitHubAccess
 
 log = get_logger(__name__)
 

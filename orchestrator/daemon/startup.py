@@ -13,30 +13,35 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from sqlalchemy.engine import make_url
+
 from orchestrator.daemon.background import BackgroundJobs
 from orchestrator.daemon.descriptors import DescriptorLimit
+from orchestrator.daemon.instance_lock import InstanceLock
 from orchestrator.daemon.poller import Poller, PollerParts
 from orchestrator.daemon.recovery import RecoveryReport, recover_after_restart
 from orchestrator.daemon.systemd import SystemdNotifier
 from orchestrator.daemon.tick_requests import TickRequests
+from orchestrator.effects.switches import SwitchBoard
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.credentials import TokenProvider
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import get_logger, register_secret
-from orchestrator.repos.access import GitHubAccess
 from orchestrator.repos.cluster import ClusterRole
-from orchestrator.repos.credentials import policy_credentials
 from orchestrator.repos.feed_keeper import FeedKeeper
-from orchestrator.repos.parts import AssemblyError, Shared, Store, open_store
-from orchestrator.repos.policy_view import PolicyView, WiringError, first_view
+from orchestrator.repos.parts import AssemblyError, Shared
 from orchestrator.repos.repo_set import RepoSet
 from orchestrator.store.database import Database
-from orchestrator.store.engine import choose_database
-from orchestrator.store.outage import DatabaseHealth
+from orchestrator.store.engine import choose_database, describe_url, is_sqlite, sqlite_path
+from orchestrator.store.migrate import SchemaAheadError, SchemaBehindError
+from orchestrator.store.outage import DatabaseHealth, is_unreachable, short_message
 from orchestrator.store.records import RecordStore
-from orchestrator.tick.switches import SwitchBoard
+from orchestrator.store.sqlite_faults import StorageFault, describe_storage_error
 from orchestrator.turns.claimer import TurnClaimer
 from orchestrator.turns.pool import WorkerPool
+from orchestrator.wiring.access import GitHubAccess
+from orchestrator.wiring.credentials import policy_credentials
+from orchestrator.wiring.policy_view import PolicyView, WiringError, first_view
 from orchestrator.workflow import PolicyError, PolicySource
 
 log = get_logger(__name__)
@@ -44,6 +49,49 @@ log = get_logger(__name__)
 
 class DaemonError(RuntimeError):
     """The daemon cannot start; the message says what to change."""
+
+
+@dataclass(frozen=True)
+class Store:
+    """The open database, and the single-daemon lock held on its file (SQLite)."""
+
+    db: Database
+    lock: InstanceLock | None
+
+    def close(self) -> None:
+        try:
+            self.db.close()
+        finally:
+            if self.lock is not None:
+                self.lock.release()
+
+
+def open_store(url: str, *, upgrade_command: str | None = None) -> Store:
+    """Lock the SQLite file (one daemon per file), then open and migrate the database.
+
+    Every failure is one line: a schema this release cannot run on (with
+    ``upgrade_command`` when it is behind), a server that cannot be reached or
+    refuses the login, a SQLite file that cannot be used.
+    """
+    lock: InstanceLock | None = None
+    if is_sqlite(url):
+        database = make_url(url).database
+        if database and database != ":memory:":
+            lock = InstanceLock(Path(database))
+            try:
+                lock.acquire()
+            except StorageFault as error:
+                raise AssemblyError(str(error)) from None
+    try:
+        return Store(Database.open(url, upgrade_command=upgrade_command), lock)
+    except Exception as error:
+        if lock is not None:
+            lock.release()
+        if isinstance(error, SchemaBehindError | SchemaAheadError):
+            raise AssemblyError(str(error)) from None
+        cause = short_message(error) if is_unreachable(error) else str(error)
+        message = f"cannot open the database {describe_url(url)}: {cause}"
+        raise AssemblyError(describe_storage_error(error, sqlite_path(url)) or message) from None
 
 
 @dataclass(frozen=True)

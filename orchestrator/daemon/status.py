@@ -11,21 +11,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from orchestrator.daemon.polling_status import PollingStatus
-
-
-@dataclass(frozen=True, slots=True)
-class RunningTurn:
-    """An agent turn in progress."""
-
-    repo: str
-    number: int
-    phase: str
-    run_id: str
-    attempt: int
-    started_at: datetime
-    last_event_at: datetime | None = None
-    # A short description of the last event (its kind and a bounded preview).
-    last_event: str | None = None
+from orchestrator.turns.pool import RunningTurn
+from orchestrator.wiring.containment import SandboxStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,16 +23,6 @@ class BudgetStatus:
     remaining: int | None
     limit: int | None
     reset_at: datetime | None
-
-
-@dataclass(frozen=True, slots=True)
-class SandboxStatus:
-    """The agents' OS sandbox: asked for, in force, why, and what the operator must know."""
-
-    requested: str
-    mode: str
-    reason: str
-    warnings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,17 +33,17 @@ from orchestrator.domain.record_updates import EffectResult, apply_effect_result
 from orchestrator.domain.rollout import effective_mode
 from orchestrator.domain.side_effects import CreatePR, UpsertWorkpad, payload_json
 from orchestrator.domain.workpad import parse_workpad, render_workpad
+from orchestrator.effects.switches import IssueLabels, SwitchBoard
 from orchestrator.effects.writes import GitHubWrites, WriteTarget
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.logs import get_logger
-from orchestrator.repos.access import GitHubAccess
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence, FenceLost
 from orchestrator.store.models import SideEffectStatus
 from orchestrator.store.records import RecordRow, RecordStore
-from orchestrator.tick.switches import IssueLabels, SwitchBoard
 from orchestrator.tracker.linear_client import LinearError
+from orchestrator.wiring.access import GitHubAccess
+from orchestrator.wiring.policy_view import PolicyView
 
 log = get_logger(__name__)
 

@@ -57,13 +57,13 @@ from orchestrator.effects.writes import (
     effect_marker,
 )
 from orchestrator.logs import get_logger
-from orchestrator.repos.access import GitHubAccess
-from orchestrator.repos.agents import AgentWiring
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.tracker.linear_approval import LinearApproval, linear_approval
 from orchestrator.tracker.linear_bridge import LinearIssues
 from orchestrator.tracker.linear_client import LinearError
 from orchestrator.tracker.linear_people import is_linear_login
+from orchestrator.wiring.access import GitHubAccess
+from orchestrator.wiring.agents import AgentWiring
+from orchestrator.wiring.policy_view import PolicyView
 
 log = get_logger(__name__)
 

@@ -54,9 +54,9 @@ from orchestrator.github.outcomes import (
     PROpen,
 )
 from orchestrator.logs import get_logger
-from orchestrator.repos.access import GitHubAccess
-from orchestrator.repos.agents import AgentWiring
-from orchestrator.repos.policy_view import PolicyView
+from orchestrator.wiring.access import GitHubAccess
+from orchestrator.wiring.agents import AgentWiring
+from orchestrator.wiring.policy_view import PolicyView
 from orchestrator.workflow.schema import ReviewCommentMode
 
 

@@ -267,8 +267,8 @@ def pr() -> None:
 def _gateway(workflow: str | None) -> Any:
     from orchestrator.github.client import GitHubClient
     from orchestrator.github.gateway import GitHubGateway
-    from orchestrator.repos.credentials import policy_credentials
-    from orchestrator.repos.policy_view import WiringError
+    from orchestrator.wiring.credentials import policy_credentials
+    from orchestrator.wiring.policy_view import WiringError
     from orchestrator.workflow import PolicyError, load_workflow
     from orchestrator.workflow.flow import github_endpoint
 

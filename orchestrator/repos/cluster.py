@@ -25,9 +25,9 @@ from datetime import datetime, timedelta
 
 from orchestrator import __version__
 from orchestrator.logs import get_logger
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence
+from orchestrator.wiring.policy_view import PolicyView
 
 log = get_logger(__name__)
 

@@ -12,8 +12,8 @@ from urllib.parse import quote
 
 from orchestrator.github.errors import GitHubError
 from orchestrator.logs import get_logger
-from orchestrator.repos.access import GitHubAccess
-from orchestrator.repos.policy_view import PolicyView, policy_repos
+from orchestrator.wiring.access import GitHubAccess
+from orchestrator.wiring.policy_view import PolicyView, policy_repos
 
 log = get_logger(__name__)
 

@@ -10,37 +10,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-
-from sqlalchemy.engine import make_url
 
 from orchestrator.agent import RepoSource
-from orchestrator.daemon.instance_lock import InstanceLock
 from orchestrator.effects.gate import SideEffectGate
 from orchestrator.effects.linear_writes import LinearWrites
+from orchestrator.effects.switches import SwitchBoard
 from orchestrator.effects.writes import GitHubWrites
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.credentials import TokenProvider
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import get_logger, redact_text
-from orchestrator.repos.access import GitHubAccess, linear_issues, tracker_settings
-from orchestrator.repos.agents import AgentWiring
-from orchestrator.repos.credentials import credential_key
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.database import Database
-from orchestrator.store.engine import describe_url, is_sqlite, sqlite_path
-from orchestrator.store.migrate import SchemaAheadError, SchemaBehindError
-from orchestrator.store.outage import DatabaseHealth, is_unreachable, short_message
+from orchestrator.store.outage import DatabaseHealth
 from orchestrator.store.records import RecordStore
-from orchestrator.store.sqlite_faults import StorageFault, describe_storage_error
 from orchestrator.tick.cycle import Tick
 from orchestrator.tick.execute import Executor
 from orchestrator.tick.gather import SnapshotBuilder
-from orchestrator.tick.switches import SwitchBoard
 from orchestrator.turns.claimer import TurnClaimer
 from orchestrator.turns.pool import WorkerPool
 from orchestrator.turns.runner import TurnRunner
+from orchestrator.wiring.access import GitHubAccess, linear_issues, tracker_settings
+from orchestrator.wiring.agents import AgentWiring
+from orchestrator.wiring.credentials import credential_key
+from orchestrator.wiring.policy_view import PolicyView
 from orchestrator.workflow.flow import github_endpoint, github_web_base
 
 log = get_logger(__name__)
@@ -61,49 +54,6 @@ class Parts:
     turns: TurnRunner
     claimer: TurnClaimer
     tick: Tick
-
-
-@dataclass(frozen=True)
-class Store:
-    """The open database, and the single-daemon lock held on its file (SQLite)."""
-
-    db: Database
-    lock: InstanceLock | None
-
-    def close(self) -> None:
-        try:
-            self.db.close()
-        finally:
-            if self.lock is not None:
-                self.lock.release()
-
-
-def open_store(url: str, *, upgrade_command: str | None = None) -> Store:
-    """Lock the SQLite file (one daemon per file), then open and migrate the database.
-
-    Every failure is one line: a schema this release cannot run on (with
-    ``upgrade_command`` when it is behind), a server that cannot be reached or
-    refuses the login, a SQLite file that cannot be used.
-    """
-    lock: InstanceLock | None = None
-    if is_sqlite(url):
-        database = make_url(url).database
-        if database and database != ":memory:":
-            lock = InstanceLock(Path(database))
-            try:
-                lock.acquire()
-            except StorageFault as error:
-                raise AssemblyError(str(error)) from None
-    try:
-        return Store(Database.open(url, upgrade_command=upgrade_command), lock)
-    except Exception as error:
-        if lock is not None:
-            lock.release()
-        if isinstance(error, SchemaBehindError | SchemaAheadError):
-            raise AssemblyError(str(error)) from None
-        cause = short_message(error) if is_unreachable(error) else str(error)
-        message = f"cannot open the database {describe_url(url)}: {cause}"
-        raise AssemblyError(describe_storage_error(error, sqlite_path(url)) or message) from None
 
 
 @dataclass(frozen=True)

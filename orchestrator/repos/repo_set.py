@@ -23,11 +23,7 @@ from orchestrator.github.credentials import TokenProvider
 from orchestrator.github.errors import RateLimited
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import get_logger
-from orchestrator.repos.access import tracker_settings
-from orchestrator.repos.agents import AgentWiring, agent_wiring_key, build_agent_wiring
 from orchestrator.repos.cluster import ClusterRole
-from orchestrator.repos.containment import log_sandbox
-from orchestrator.repos.credentials import agent_secrets, credential_key, policy_credentials
 from orchestrator.repos.discovery import DiscoveryError, opted_in, tracked_repos
 from orchestrator.repos.parts import (
     AssemblyError,
@@ -38,8 +34,12 @@ from orchestrator.repos.parts import (
     guess_clone_url,
     preflight,
 )
-from orchestrator.repos.policy_view import PolicyView, WiringError, first_view
 from orchestrator.turns.claimer import RepoWork, TurnClaimer
+from orchestrator.wiring.access import tracker_settings
+from orchestrator.wiring.agents import AgentWiring, agent_wiring_key, build_agent_wiring
+from orchestrator.wiring.containment import log_sandbox
+from orchestrator.wiring.credentials import agent_secrets, credential_key, policy_credentials
+from orchestrator.wiring.policy_view import PolicyView, WiringError, first_view
 from orchestrator.workflow import PolicySource, Workflow
 from orchestrator.workflow.flow import github_endpoint
 from orchestrator.workflow.source import ReloadOutcome

@@ -14,11 +14,11 @@ from datetime import datetime
 from orchestrator.domain.snapshot import IssueRef, TrackedIssue
 from orchestrator.github.allowance import CatchUp, Pacer, items_per_tick
 from orchestrator.logs import get_logger
-from orchestrator.repos.access import GitHubAccess
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.records import RecordRow, RecordStore
 from orchestrator.tick.pacing import SMALL_CATCH_UP, paced
 from orchestrator.tick.workpad_recovery import WorkpadRecovery
+from orchestrator.wiring.access import GitHubAccess
+from orchestrator.wiring.policy_view import PolicyView
 
 log = get_logger(__name__)
 

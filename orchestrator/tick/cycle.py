@@ -17,13 +17,13 @@ from orchestrator.domain.planner import plan
 from orchestrator.domain.reconcile import stale_turns
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.logs import get_logger
-from orchestrator.repos.agents import AgentWiring
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.fencing import Fence
 from orchestrator.tick.execute import ExecutionReport, Executor
 from orchestrator.tick.gather import SnapshotBuilder
 from orchestrator.tick.request import CycleKind, CycleRequest
 from orchestrator.turns.claimer import TurnClaimer
+from orchestrator.wiring.agents import AgentWiring
+from orchestrator.wiring.policy_view import PolicyView
 
 log = get_logger(__name__)
 

@@ -36,15 +36,15 @@ from orchestrator.domain.workpad import Observation
 from orchestrator.effects.gate import SideEffectGate, Verdict
 from orchestrator.github.errors import RateLimited
 from orchestrator.logs import get_logger
-from orchestrator.repos.access import tracker_settings
-from orchestrator.repos.agents import AgentWiring
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.fencing import Fence
 from orchestrator.store.issues import Applied, Illegal
 from orchestrator.store.records import RecordRow, RecordStore
 from orchestrator.tick.gather import Gathered
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.turns.claimer import TurnClaimer
+from orchestrator.wiring.access import tracker_settings
+from orchestrator.wiring.agents import AgentWiring
+from orchestrator.wiring.policy_view import PolicyView
 
 log = get_logger(__name__)
 

@@ -31,15 +31,15 @@ from orchestrator.domain.snapshot import (
     Snapshot,
     TrackedIssue,
 )
+from orchestrator.effects.switches import SwitchBoard
 from orchestrator.github.allowance import CatchUp
 from orchestrator.logs import get_logger
-from orchestrator.repos.access import GitHubAccess
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.records import RecordRow, RecordStore
 from orchestrator.tick.catch_up import WorkpadCatchUp
 from orchestrator.tick.issue_details import IssueDetails
 from orchestrator.tick.pull_requests import PullRequestReader
-from orchestrator.tick.switches import SwitchBoard
+from orchestrator.wiring.access import GitHubAccess
+from orchestrator.wiring.policy_view import PolicyView
 
 log = get_logger(__name__)
 

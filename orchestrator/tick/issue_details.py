@@ -29,11 +29,11 @@ from orchestrator.domain.snapshot import (
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.outcomes import ApprovalActor
 from orchestrator.logs import get_logger, issue_key
-from orchestrator.repos.access import GitHubAccess, parse_time
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.records import RecordRow
 from orchestrator.tracker.linear_approval import linear_approval
 from orchestrator.tracker.linear_client import LinearError
+from orchestrator.wiring.access import GitHubAccess, parse_time
+from orchestrator.wiring.policy_view import PolicyView
 
 log = get_logger(__name__)
 

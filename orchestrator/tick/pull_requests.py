@@ -18,11 +18,11 @@ from orchestrator.domain.snapshot import IssueRef, PullRequest, TrackedIssue
 from orchestrator.github.allowance import CatchUp, Pacer, items_per_tick
 from orchestrator.github.prstate import StateMemo, inspect_pr_state
 from orchestrator.github.queries import MAX_FINGERPRINT_BATCH
-from orchestrator.repos.access import GitHubAccess
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.records import RecordRow
 from orchestrator.tick.pacing import paced
 from orchestrator.tick.sweep import DEFAULT_SWEEP_SPREAD, PassiveSweep
+from orchestrator.wiring.access import GitHubAccess
+from orchestrator.wiring.policy_view import PolicyView
 
 # Phases in which the pull request is read fresh (uncached) before every decision.
 FRESH_PR_PHASES = frozenset({Phase.READY_TO_MERGE, Phase.MERGING})

@@ -35,10 +35,10 @@ from orchestrator.domain.workpad import (
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.gateway import carries_marker
 from orchestrator.logs import get_logger
-from orchestrator.repos.access import GitHubAccess
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.records import RecordRow, RecordStore, RecoveryNote
 from orchestrator.tracker.linear_client import LinearError
+from orchestrator.wiring.access import GitHubAccess
+from orchestrator.wiring.policy_view import PolicyView
 
 log = get_logger(__name__)
 

@@ -33,8 +33,6 @@ from orchestrator.domain.actions import Dispatch
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.snapshot import IssueRef, PullRequest, RunningAgent, TrackedIssue
 from orchestrator.logs import bind_context, get_logger, issue_key
-from orchestrator.repos.agents import AgentWiring
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.claims import Claimed
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence
@@ -44,6 +42,8 @@ from orchestrator.turns.handoff import HandoffError, TurnInputs, decode_inputs, 
 from orchestrator.turns.job import HeldTurn, TurnJob
 from orchestrator.turns.pool import TurnSlot, WorkerPool
 from orchestrator.turns.runner import TurnRunner
+from orchestrator.wiring.agents import AgentWiring
+from orchestrator.wiring.policy_view import PolicyView
 
 log = get_logger(__name__)
 

@@ -35,7 +35,7 @@ from orchestrator.domain.snapshot import (
 from orchestrator.domain.trust import author_permission, author_trusted, is_self, last_word
 from orchestrator.github.checks import failing_check_details
 from orchestrator.github.client import GitHubClient
-from orchestrator.repos.access import parse_time
+from orchestrator.wiring.access import parse_time
 
 # The result files each agent phase is expected to leave.
 EXPECTED_RESULTS: Mapping[Phase, tuple[str, ...]] = {

@@ -9,10 +9,10 @@ from orchestrator.agent import RepoSource
 from orchestrator.domain.actions import Dispatch
 from orchestrator.domain.effects import recorded_branch
 from orchestrator.domain.snapshot import AgentOutcome, PullRequest, StoredRecord, TrackedIssue
-from orchestrator.repos.agents import AgentWiring
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.fencing import Fence
 from orchestrator.turns.pool import TurnSlot
+from orchestrator.wiring.agents import AgentWiring
+from orchestrator.wiring.policy_view import PolicyView
 
 
 def issue_branch(record: StoredRecord, view: PolicyView, number: int) -> str:

@@ -17,7 +17,6 @@ from datetime import datetime
 
 from orchestrator.agent import AgentTurn
 from orchestrator.agent.events import AgentEvent
-from orchestrator.daemon.status import RunningTurn
 from orchestrator.domain.phases import Phase
 from orchestrator.domain.snapshot import IssueRef, RunningAgent
 from orchestrator.logs import error_fields, get_logger, in_current_context
@@ -43,6 +42,21 @@ class TurnSlot:
     last_event_at: datetime | None = None
     last_event: str | None = None
     first_event_seen: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RunningTurn:
+    """An agent turn in progress."""
+
+    repo: str
+    number: int
+    phase: str
+    run_id: str
+    attempt: int
+    started_at: datetime
+    last_event_at: datetime | None = None
+    # A short description of the last event (its kind and a bounded preview).
+    last_event: str | None = None
 
 
 class WorkerPool:

@@ -11,10 +11,10 @@ from orchestrator.agent.safe_files import write_file
 from orchestrator.domain.selection import issue_priority
 from orchestrator.domain.snapshot import IssueRef, StoredRecord, ThreadComment
 from orchestrator.logs import get_logger
-from orchestrator.repos.access import GitHubAccess
 from orchestrator.tracker.linear_client import LinearError
 from orchestrator.turns.context import turn_context
 from orchestrator.turns.job import TurnJob
+from orchestrator.wiring.access import GitHubAccess
 from orchestrator.workflow import PromptIssue, PromptWorkspace
 
 log = get_logger(__name__)

@@ -17,13 +17,13 @@ from orchestrator.domain.phases import Phase
 from orchestrator.domain.planner import plan
 from orchestrator.domain.snapshot import IssueSnapshot, KillSwitches, Snapshot
 from orchestrator.effects.gate import SideEffectGate
+from orchestrator.effects.switches import SwitchBoard
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.prstate import inspect_pr_state
 from orchestrator.logs import get_logger
-from orchestrator.repos.access import GitHubAccess
 from orchestrator.store.records import RecordStore
-from orchestrator.tick.switches import SwitchBoard
 from orchestrator.turns.job import TurnJob
+from orchestrator.wiring.access import GitHubAccess
 
 log = get_logger(__name__)
 

@@ -49,14 +49,13 @@ from orchestrator.domain.snapshot import (
     OutcomeKind,
 )
 from orchestrator.effects.gate import SideEffectGate
+from orchestrator.effects.switches import SwitchBoard
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.logs import bind_context, error_fields, get_logger
-from orchestrator.repos.access import GitHubAccess
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import FenceKind, FenceLost
 from orchestrator.store.outage import DatabaseHealth, is_unreachable
 from orchestrator.store.records import RecordRow, RecordStore
-from orchestrator.tick.switches import SwitchBoard
 from orchestrator.turns.job import HeldTurn, TurnJob, issue_branch
 from orchestrator.turns.pool import TurnSlot, WorkerPool
 from orchestrator.turns.pr_template import with_pr_template
@@ -64,6 +63,7 @@ from orchestrator.turns.prompt import render_prompt
 from orchestrator.turns.push import PushParts, push_after_turn
 from orchestrator.turns.turn_commits import with_turn_commits
 from orchestrator.turns.workspace_sync import adopt_unpushed_work, sync_to_head
+from orchestrator.wiring.access import GitHubAccess
 from orchestrator.workflow import PromptRenderError
 
 log = get_logger(__name__)

@@ -34,8 +34,8 @@ def _report_sandbox(workflow: Workflow, *, quiet: bool) -> bool:
     """The agents' sandbox on this machine; False when the daemon would refuse to start here."""
     from orchestrator.agent.presets import build_command, permissions_summary
     from orchestrator.agent.settings import AgentPreset
-    from orchestrator.repos.agents import agent_settings
-    from orchestrator.repos.containment import SandboxRefused, decide, probe_for
+    from orchestrator.wiring.agents import agent_settings
+    from orchestrator.wiring.containment import SandboxRefused, decide, probe_for
 
     policy = workflow.policy
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from orchestrator.agent import AgentSettings, HookSettings, TurnOutcome
 from orchestrator.agent.environment import BASE_ENV, LOCALE_ENV, build_environment
-from orchestrator.repos.agents import agent_settings
+from orchestrator.wiring.agents import agent_settings
 from orchestrator.workflow import load_workflow
 
 from .conftest import TOKEN, Harness

@@ -11,14 +11,14 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from orchestrator.agent.environment import AgentEnvironment
 from orchestrator.github.credentials import AppInstallationTokens, StaticToken
-from orchestrator.repos.agents import agent_settings
-from orchestrator.repos.credentials import (
+from orchestrator.wiring.agents import agent_settings
+from orchestrator.wiring.credentials import (
     agent_secrets,
     credential_key,
     key_folder,
     policy_credentials,
 )
-from orchestrator.repos.policy_view import WiringError
+from orchestrator.wiring.policy_view import WiringError
 from orchestrator.workflow import load_workflow
 from orchestrator.workflow.schema import Policy
 
@@ -102,7 +102,7 @@ def test_an_unreadable_key_stops_the_wiring_with_the_key_named(tmp_path: Path) -
 
 def test_a_sandboxed_agent_cannot_read_the_apps_key(tmp_path: Path) -> None:
     from orchestrator.agent.sandbox import bwrap_argv
-    from orchestrator.repos.agents import build_agent_wiring
+    from orchestrator.wiring.agents import build_agent_wiring
     from tests.agent.test_sandbox import require_bwrap
 
     require_bwrap()

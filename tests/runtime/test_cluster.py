@@ -13,9 +13,9 @@ from pathlib import Path
 from structlog.testing import capture_logs
 
 from orchestrator.repos.cluster import ClusterRole
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence
+from orchestrator.wiring.policy_view import PolicyView
 from orchestrator.workflow.loader import load_workflow
 
 REPO = "acme/widgets"

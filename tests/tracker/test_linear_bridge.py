@@ -24,11 +24,11 @@ from orchestrator.effects.writes import WriteTarget
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.client import MemoryEtagCache
 from orchestrator.github.credentials import StaticToken
-from orchestrator.repos.access import GitHubAccess, linear_tracker
-from orchestrator.repos.policy_view import PolicyView
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.linear import LinearTracker
 from orchestrator.tracker.linear_bridge import LinearIssues
+from orchestrator.wiring.access import GitHubAccess, linear_tracker
+from orchestrator.wiring.policy_view import PolicyView
 from orchestrator.workflow import flow_policy
 from orchestrator.workflow.loader import load_workflow
 from tests.sim.linear_world import BOT_KEY, LinearWorld, running_linear

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from orchestrator.daemon.polling_status import PollingStatus, ResourceCost
-from orchestrator.daemon.status import BudgetStatus, RunningTurn, RuntimeStatus
+from orchestrator.daemon.status import BudgetStatus, RuntimeStatus
 from orchestrator.domain.phases import Phase, WaitingReason
 from orchestrator.store.database import Database
 from orchestrator.tick.sweep import SweepStatus
+from orchestrator.turns.pool import RunningTurn
 from orchestrator.web.server import WebHandle, start_web
 from orchestrator.workflow.schema import DEFAULT_HEADER_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS
 

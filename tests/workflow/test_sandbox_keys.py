@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from orchestrator.agent import SandboxMode, SandboxVerdict
 from orchestrator.cli import cli
 from orchestrator.domain.phases import RolloutMode
-from orchestrator.repos.containment import SandboxRefused, decide
+from orchestrator.wiring.containment import SandboxRefused, decide
 from orchestrator.workflow.schema import AgentSandbox, Policy
 from tests.workflow.conftest import ENV, MINIMAL, check
 

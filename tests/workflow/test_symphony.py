@@ -18,9 +18,9 @@ from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import ApprovalSource as DomainApprovalSource
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.selection import issue_priority
-from orchestrator.repos.policy_view import WiringError, policy_repo
 from orchestrator.sim.testing import running_world
 from orchestrator.tracker.linear_approval import linear_approval
+from orchestrator.wiring.policy_view import WiringError, policy_repo
 from orchestrator.workflow import flow_policy
 from orchestrator.workflow.catalog import groups, suggestion
 from orchestrator.workflow.import_symphony.keys import FOREIGN_KEYS

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from orchestrator.cli import cli
 from orchestrator.repos.discovery import tracked_repos
-from orchestrator.repos.policy_view import first_view, policy_repos
+from orchestrator.wiring.policy_view import first_view, policy_repos
 from orchestrator.workflow import load_workflow
 
 from .test_app_auth_keys import rsa_pem

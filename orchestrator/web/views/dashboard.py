@@ -11,10 +11,11 @@ from datetime import datetime
 from typing import Any
 
 from orchestrator.daemon.polling_status import PollingStatus
-from orchestrator.daemon.status import RunningTurn, RuntimeStatus
+from orchestrator.daemon.status import RuntimeStatus
 from orchestrator.repos.cluster import poll_lease_name
 from orchestrator.store.database import Database
 from orchestrator.store.models import TrackedIssue
+from orchestrator.turns.pool import RunningTurn
 from orchestrator.web.views.issue import final_merge, finished, iso_time, observation_of
 
 GATE_NAMES = ("checks", "human_approval", "mergeability", "head_match")

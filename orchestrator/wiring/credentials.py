@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.github.credentials import AppInstallationTokens, StaticToken, TokenProvider
-from orchestrator.repos.policy_view import WiringError, is_linear, policy_repo
+from orchestrator.wiring.policy_view import WiringError, is_linear, policy_repo
 from orchestrator.workflow.app_key import AppKeyError, is_inline_pem, read_private_key
 from orchestrator.workflow.flow import github_endpoint
 from orchestrator.workflow.schema import Policy, TrackerAuth

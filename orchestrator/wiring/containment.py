@@ -31,7 +31,6 @@ from orchestrator.agent.sandbox import (
     bwrap_program,
     probe_bwrap,
 )
-from orchestrator.daemon.status import SandboxStatus
 from orchestrator.domain.phases import RolloutMode
 from orchestrator.logs import get_logger
 from orchestrator.state_home import expand_path
@@ -41,6 +40,16 @@ from orchestrator.workflow.schema import STATE_DIR, AgentSandbox, Policy
 log = get_logger(__name__)
 
 HOMES_DIR = "agent-homes"
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxStatus:
+    """The agents' OS sandbox: asked for, in force, why, and what the operator must know."""
+
+    requested: str
+    mode: str
+    reason: str
+    warnings: tuple[str, ...] = ()
 
 
 class SandboxRefused(Exception):

@@ -20,7 +20,7 @@ from orchestrator.agent import (
 from orchestrator.agent.events import AgentEvent
 from orchestrator.agent.registry import REGISTRY_DIR, ProcessRegistry
 from orchestrator.agent.settings import AgentPermissions
-from orchestrator.repos.containment import (
+from orchestrator.wiring.containment import (
     SandboxDecision,
     SandboxRefused,
     decide,
@@ -28,8 +28,8 @@ from orchestrator.repos.containment import (
     sandbox_settings,
     state_directory,
 )
-from orchestrator.repos.credentials import key_folder
-from orchestrator.repos.policy_view import WiringError
+from orchestrator.wiring.credentials import key_folder
+from orchestrator.wiring.policy_view import WiringError
 from orchestrator.workflow.schema import Policy
 
 

@@ -22,12 +22,12 @@ from orchestrator.github.feed import IssueFeed
 from orchestrator.github.gateway import GitHubGateway
 from orchestrator.github.prstate import PRStatePoller
 from orchestrator.github.retry import RetryPolicy
-from orchestrator.repos.policy_view import WiringError, is_linear, policy_repo
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.github_issues import GitHubIssuesTracker, issue_feed
 from orchestrator.tracker.linear import LinearScope, LinearTracker
 from orchestrator.tracker.linear_bridge import LinearIssues
 from orchestrator.tracker.linear_client import LinearClient
+from orchestrator.wiring.policy_view import WiringError, is_linear, policy_repo
 from orchestrator.workflow.schema import Policy, TrackerKind
 
 

@@ -1,0 +1,1 @@
+"""What the policy makes for each repository: its view, GitHub access, credential, agents."""
