@@ -101,10 +101,12 @@ lint: $(STAMP) guard-rails
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-# The code's shape (docs/architecture.md, "Guard rails"): import contracts; part of
-# `make lint` and, cheaply, of `make test`.
+# The code's shape (docs/architecture.md, "Guard rails"): import contracts, module sizes, and
+# ruff's complexity and argument ceilings; part of `make lint` and, cheaply, of `make test`.
 guard-rails: $(STAMP)
 	$(BIN)/lint-imports --no-logo --no-cache
+	$(BIN)/python -m tests.support.guard_rails
+	$(BIN)/ruff check --select C901,PLR0913 .
 
 bench: $(STAMP) postgres-server agents
 	bash tests/support/with-postgres.sh $(BIN)/python -m benchmarks.run_all
