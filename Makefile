@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 # `make test PYTEST_PARALLEL=` runs the suite in one process.
 PYTEST_PARALLEL ?= -n 2 --dist loadfile --no-loadscope-reorder
 
-.PHONY: all demo test lint bench contracts agents postgres-server systemd-tools sandbox-tools browser clean
+.PHONY: all demo test lint guard-rails bench contracts agents postgres-server systemd-tools sandbox-tools browser clean
 
 all: test
 
@@ -92,14 +92,21 @@ browser:
 demo: $(STAMP)
 	$(BIN)/orchestrator demo
 
-test: $(STAMP) contracts agents postgres-server systemd-tools sandbox-tools browser
+test: $(STAMP) guard-rails contracts agents postgres-server systemd-tools sandbox-tools browser
 	ORCHESTRATOR_REQUIRE_PG=1 ORCHESTRATOR_REQUIRE_SYSTEMD=1 ORCHESTRATOR_REQUIRE_BROWSER=1 \
 	  ORCHESTRATOR_REQUIRE_SANDBOX=1 ORCHESTRATOR_REQUIRE_AGENTS=1 bash tests/support/with-postgres.sh $(BIN)/python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(STAMP) guard-rails
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# The code's shape (docs/architecture.md, "Guard rails"): import contracts, module sizes, and
+# ruff's complexity and argument ceilings; part of `make lint` and, cheaply, of `make test`.
+guard-rails: $(STAMP)
+	$(BIN)/lint-imports --no-logo --no-cache
+	$(BIN)/python -m tests.support.guard_rails
+	$(BIN)/ruff check --select C901,PLR0913 .
 
 bench: $(STAMP) postgres-server agents
 	bash tests/support/with-postgres.sh $(BIN)/python -m benchmarks.run_all
