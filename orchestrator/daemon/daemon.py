@@ -46,6 +46,7 @@ from orchestrator.daemon.startup import (
     assemble,
     load_policy,
     log_descriptors,
+    log_started,
     open_database,
     recover,
 )
@@ -215,23 +216,7 @@ class Daemon:
             unit.finished_claims = self.db.claims.finished_count(unit.repo)
         self._bind()
         self.cluster.join()
-        log.info(
-            "daemon_started",
-            repos=list(self.repo_set.units),
-            claims_released=released,
-            hardened=hardened,
-            policy=str(self.policy_path),
-            database=self.db.display_url,
-            replica_id=self.replica_id,
-            rollout_mode=self.view.flow.rollout_mode.value,
-            sandbox=self.repo_set.agents.sandbox.mode.value
-            if self.repo_set.agents.sandbox
-            else None,
-            http_cache_warmed=warmed,
-            interrupted_runs=self.recovery.interrupted_runs,
-            intents_confirmed=self.recovery.confirmed,
-            intents_unconfirmed=self.recovery.unconfirmed,
-        )
+        log_started(self, released=released, hardened=hardened, warmed=warmed)
 
     def _make_parts(self, loaded: LoadedPolicy, db_url: str) -> None:
         identity = Identity(

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.engine import make_url
 
@@ -43,6 +44,9 @@ from orchestrator.wiring.access import GitHubAccess
 from orchestrator.wiring.credentials import policy_credentials
 from orchestrator.wiring.policy_view import PolicyView, WiringError, first_view
 from orchestrator.workflow import PolicyError, PolicySource
+
+if TYPE_CHECKING:
+    from orchestrator.daemon.daemon import Daemon
 
 log = get_logger(__name__)
 
@@ -292,4 +296,25 @@ def assemble(
         repo_set=repo_set,
         poller=Poller(poller_parts, requests, freeze_heap=freeze_heap),
         jobs=jobs,
+    )
+
+
+def log_started(daemon: Daemon, *, released: int, hardened: bool, warmed: int) -> None:
+    """The line that says the daemon started, and with what."""
+    recovery = daemon.recovery
+    sandbox = daemon.repo_set.agents.sandbox
+    log.info(
+        "daemon_started",
+        repos=list(daemon.repos),
+        claims_released=released,
+        hardened=hardened,
+        policy=str(daemon.policy_path),
+        database=daemon.db.display_url,
+        replica_id=daemon.replica_id,
+        rollout_mode=daemon.view.flow.rollout_mode.value,
+        sandbox=sandbox.mode.value if sandbox else None,
+        http_cache_warmed=warmed,
+        interrupted_runs=recovery.interrupted_runs if recovery else 0,
+        intents_confirmed=recovery.confirmed if recovery else 0,
+        intents_unconfirmed=recovery.unconfirmed if recovery else 0,
     )
