@@ -14,7 +14,7 @@ from pathlib import Path
 from structlog.testing import capture_logs
 
 from orchestrator.domain.snapshot import IssueRef
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 
 from .harness import flow_for
 

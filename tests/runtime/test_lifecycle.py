@@ -17,7 +17,7 @@ import pytest
 
 from orchestrator.runtime.daemon import Daemon
 from orchestrator.runtime.instance_lock import AlreadyRunning
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import Flow, default_scenario, flow_for
 
 ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")

@@ -26,8 +26,8 @@ from benchmarks.scale_world import (
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.runtime.records import RecordStore
 from orchestrator.runtime.sweep import DEFAULT_SWEEP_SPREAD
-from orchestrator.sim.testing import running_world
 from orchestrator.store.database import Database
+from orchestrator_sim.testing import running_world
 
 SIZE = 1000
 INTERVAL_MS = 500
