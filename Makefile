@@ -25,8 +25,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+# The daemon and, beside it, the emulator's own distribution (sim/): tests and the demo need both.
+$(STAMP): pyproject.toml sim/pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -e ./sim
 	touch $(STAMP)
 
 # GitHub's published REST description and GraphQL schema: the emulator's contract.

@@ -43,9 +43,9 @@ from sqlalchemy.engine import make_url
 
 from orchestrator.logs import configure_logging
 from orchestrator.repos.cluster import DEFAULT_LEASE_S, poll_lease_name
-from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store import migrate
 from orchestrator.store.database import Database
+from orchestrator_sim.testing import SimWorld, running_world
 
 PG_SERVER_ENV = "ORCHESTRATOR_TEST_PG_URL"
 INTERVAL_MS = 1_000
@@ -229,7 +229,7 @@ def _write_policy(tmp: Path, world: SimWorld, max_agents: int) -> Path:
     home.mkdir(mode=0o700)
     scenario = home / "scenario.json"
     scenario.write_text(json.dumps(SCENARIO), encoding="utf-8")
-    agent = f"{shlex.quote(sys.executable)} -m orchestrator.sim.agent"
+    agent = f"{shlex.quote(sys.executable)} -m orchestrator_sim.agent"
     document = {
         "tracker": {"repo": world.repo, "endpoint": "$BENCH_ENDPOINT", "token": "$BENCH_TOKEN"},
         "polling": {"interval_ms": INTERVAL_MS},

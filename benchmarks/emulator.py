@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.github import queries
-from orchestrator.sim.testing import Seeded, SimWorld, running_world
+from orchestrator_sim.testing import Seeded, SimWorld, running_world
 
 # Issues (each with its pull request) the scale mode measures at, by default.
 SCALE_SIZES = (1_000, 10_000)

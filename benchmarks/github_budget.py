@@ -38,7 +38,7 @@ def measure(world: object, prs: int = 200) -> PollBudget:
     """Set up ``prs`` pull requests in a running emulator world and measure each poll."""
     from github import Auth, Github
 
-    from orchestrator.sim.testing import SimWorld, make_token
+    from orchestrator_sim.testing import SimWorld, make_token
 
     assert isinstance(world, SimWorld)
     control = world.control
@@ -102,7 +102,7 @@ def measure(world: object, prs: int = 200) -> PollBudget:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the poll budget of N pull requests (default 200)."""
-    from orchestrator.sim.testing import running_world
+    from orchestrator_sim.testing import running_world
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks.github_budget")
     parser.add_argument("--prs", type=int, default=200)

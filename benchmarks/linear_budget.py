@@ -24,18 +24,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orchestrator.sim.clock import ManualClock
-from orchestrator.sim.linear.client import LinearControl
-from orchestrator.sim.linear.limits import (
-    DEFAULT_COMPLEXITY_PER_HOUR,
-    DEFAULT_REQUESTS_PER_HOUR,
-    PERIOD_SECONDS,
-)
-from orchestrator.sim.server import SimServer
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.linear import LinearScope, LinearTracker
 from orchestrator.tracker.linear_client import LinearClient
 from orchestrator.workflow.schema import PollingSettings
+from orchestrator_sim.clock import ManualClock
+from orchestrator_sim.linear.client import LinearControl
+from orchestrator_sim.linear.limits import (
+    DEFAULT_COMPLEXITY_PER_HOUR,
+    DEFAULT_REQUESTS_PER_HOUR,
+    PERIOD_SECONDS,
+)
+from orchestrator_sim.server import SimServer
 
 BOT = "bot"
 BOT_KEY = "lin_api_bench"

@@ -29,7 +29,7 @@ from benchmarks.scale_world import APPROVAL, CHECK, OWNER, write_policy
 from orchestrator.daemon.daemon import Daemon
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.logs import configure_logging
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.testing import SimWorld, running_world
 
 INTERVAL_MS = 1_000
 _POLL_S = 0.005

@@ -56,10 +56,10 @@ from benchmarks.scale_world import (
     write_policy,
 )
 from orchestrator.domain.snapshot import IssueRef
-from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store.database import Database
 from orchestrator.store.records import RecordStore
 from orchestrator.tick.sweep import DEFAULT_SWEEP_SPREAD
+from orchestrator_sim.testing import SimWorld, running_world
 
 SEEDING_BUDGET = 10_000_000
 
@@ -212,7 +212,7 @@ class ScaleRun:
         """Units a per-PR REST poller spends per cycle (1% of the pull requests, scaled)."""
         from github import Auth, Github
 
-        from orchestrator.sim.testing import make_token
+        from orchestrator_sim.testing import make_token
 
         control = self.world.control
         control.create_user("naive", (token := make_token()), bot=True)

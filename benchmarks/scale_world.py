@@ -30,11 +30,11 @@ from sqlalchemy import insert
 from orchestrator.domain.snapshot import HeadSighting, IssueRef, StoredRecord
 from orchestrator.domain.workpad import PRRef, render_workpad
 from orchestrator.logs import read_json_log
-from orchestrator.sim.control import ControlClient
-from orchestrator.sim.testing import SimWorld
 from orchestrator.store.database import Database
 from orchestrator.store.models import TrackedIssue
 from orchestrator.store.records import RecordStore, record_columns
+from orchestrator_sim.control import ControlClient
+from orchestrator_sim.testing import SimWorld
 
 OWNER = "orchestrator"
 APPROVAL = "state:merging"
@@ -57,7 +57,7 @@ def write_policy(tmp: Path, interval_ms: int) -> Path:
     home.mkdir(mode=0o700, exist_ok=True)
     scenario = home / "scenario.json"
     scenario.write_text(json.dumps(SCENARIO), encoding="utf-8")
-    agent = f"{shlex.quote(sys.executable)} -m orchestrator.sim.agent"
+    agent = f"{shlex.quote(sys.executable)} -m orchestrator_sim.agent"
     document = {
         "tracker": {"repo": "$SCALE_REPO", "endpoint": "$SCALE_ENDPOINT", "token": "$SCALE_TOKEN"},
         "polling": {"interval_ms": interval_ms},

@@ -2,7 +2,8 @@
 
 Subcommands live next to the code they drive and are imported only when they
 are invoked, so `orchestrator --help` stays fast and no command does work at
-import time.
+import time. `sim` and `demo` belong to the emulator's distribution
+(orchestrator-sim), which adds them through an entry point where it is installed.
 """
 
 from __future__ import annotations
@@ -21,9 +22,7 @@ SUBCOMMANDS: dict[str, str] = {
     "db": "orchestrator.store.cli:db",
     "validate": "orchestrator.workflow.cli:validate",
     "migrate-workflow": "orchestrator.workflow.cli:migrate_workflow",
-    "sim": "orchestrator.sim.cli:sim",
     "run": "orchestrator.daemon.command:run",
-    "demo": "orchestrator.demo.cli:demo",
     "status": "orchestrator.operator.cli:status",
     "issue": "orchestrator.operator.cli:issue",
     "brake": "orchestrator.operator.cli:brake",
@@ -31,12 +30,25 @@ SUBCOMMANDS: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
-    """A click group whose subcommands are imported on first use."""
+# Entry points in this group add subcommands from other installed distributions:
+# the emulator's (orchestrator-sim) `sim` and `demo`, which the daemon never imports.
+ADDED_COMMANDS_GROUP = "orchestrator.commands"
 
-    def __init__(self, *args: Any, lazy: dict[str, str], **kwargs: Any) -> None:
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use.
+
+    ``lazy`` names its own subcommands; ``added_by`` an entry-point group through
+    which other installed distributions add more (never replacing one of ``lazy``).
+    """
+
+    def __init__(
+        self, *args: Any, lazy: dict[str, str], added_by: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._lazy = lazy
+        self._added_by = added_by
+        self._added: dict[str, str] | None = None
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the subcommand; an error it reports is shown without any credential in it."""
@@ -56,29 +68,44 @@ class LazyGroup(click.Group):
         return sorted(set(super().list_commands(ctx)) | self._available())
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if cmd_name in self._lazy and cmd_name in self._available():
-            module_name, attr = self._lazy[cmd_name].split(":")
+        target = self._lazy.get(cmd_name) or self._added_commands().get(cmd_name)
+        if target is not None and _importable(target):
+            module_name, attr = target.split(":")
             command = getattr(importlib.import_module(module_name), attr)
             if not isinstance(command, click.Command):
-                raise click.ClickException(f"{self._lazy[cmd_name]} is not a click command")
+                raise click.ClickException(f"{target} is not a click command")
             return command
         return super().get_command(ctx, cmd_name)
 
     def _available(self) -> set[str]:
-        found = set()
-        for name, target in self._lazy.items():
-            module_name = target.split(":")[0]
-            try:
-                spec = importlib.util.find_spec(module_name)
-            except ModuleNotFoundError:
-                spec = None
-            if spec is not None:
-                found.add(name)
-        return found
+        targets = {**self._added_commands(), **self._lazy}
+        return {name for name, target in targets.items() if _importable(target)}
+
+    def _added_commands(self) -> dict[str, str]:
+        """name -> "module:attribute" from the entry points of ``added_by``, read once."""
+        if self._added_by is None:
+            return {}
+        if self._added is None:
+            from importlib.metadata import entry_points
+
+            found = entry_points(group=self._added_by)
+            self._added = {ep.name: f"{ep.module}:{ep.attr}" for ep in found}
+        return self._added
+
+
+def _importable(target: str) -> bool:
+    """Whether the module of a "module:attribute" target is installed."""
+    try:
+        return importlib.util.find_spec(target.partition(":")[0]) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 @click.group(
-    cls=LazyGroup, lazy=SUBCOMMANDS, context_settings={"help_option_names": ["-h", "--help"]}
+    cls=LazyGroup,
+    lazy=SUBCOMMANDS,
+    added_by=ADDED_COMMANDS_GROUP,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 @click.version_option(__version__, prog_name="orchestrator")
 @click.option(

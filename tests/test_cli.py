@@ -1,14 +1,21 @@
-"""The command line: version, help, and the db commands on a real database."""
+"""The command line: version, help, the commands the emulator adds, the db commands."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+from importlib.metadata import entry_points
 
+import click
 from click.testing import CliRunner
 
 from orchestrator import __version__
-from orchestrator.cli import cli
+from orchestrator.cli import ADDED_COMMANDS_GROUP, LazyGroup, cli
+
+# A daemon-only install: the emulator's package cannot be imported.
+WITHOUT_EMULATOR = (
+    "import sys; sys.modules['orchestrator_sim'] = None; from orchestrator.cli import main; main()"
+)
 
 
 def test_version() -> None:
@@ -26,6 +33,52 @@ def test_console_script_help_runs() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "db" in result.stdout
+
+
+def _listed(help_text: str) -> set[str]:
+    """The command names under "Commands:" in a click help text."""
+    listing = help_text.split("Commands:", 1)[1]
+    return {line.split()[0] for line in listing.splitlines() if line.strip()}
+
+
+def test_the_emulator_adds_sim_and_demo_through_its_entry_points() -> None:
+    added = {ep.name: ep.value for ep in entry_points(group=ADDED_COMMANDS_GROUP)}
+    assert added == {"sim": "orchestrator_sim.cli:sim", "demo": "orchestrator_sim.demo.cli:demo"}
+    result = CliRunner().invoke(cli, ["--help"])
+    assert result.exit_code == 0, result.output
+    assert {"sim", "demo", "run", "db"} <= _listed(result.output)
+    sim_help = CliRunner().invoke(cli, ["sim", "--help"])
+    assert sim_help.exit_code == 0, sim_help.output
+    assert "serve" in _listed(sim_help.output)
+
+
+def test_without_the_emulator_sim_and_demo_are_not_offered() -> None:
+    shown = subprocess.run(
+        [sys.executable, "-c", WITHOUT_EMULATOR, "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr
+    listed = _listed(shown.stdout)
+    assert "run" in listed and "db" in listed
+    assert not {"sim", "demo"} & listed
+    demo = subprocess.run(
+        [sys.executable, "-c", WITHOUT_EMULATOR, "demo"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert demo.returncode == 2
+    assert "No such command 'demo'" in demo.stderr
+    assert "Traceback" not in demo.stderr
+
+
+def test_an_added_command_never_replaces_a_built_in_one() -> None:
+    group = LazyGroup(lazy={"sim": "orchestrator.store.cli:db"}, added_by=ADDED_COMMANDS_GROUP)
+    command = group.get_command(click.Context(group), "sim")
+    assert command is not None and command.name == "db"
+    assert group.get_command(click.Context(group), "demo") is not None
 
 
 def test_db_current_then_upgrade(db_url: str) -> None:

@@ -1,7 +1,7 @@
 """The GraphQL documents the Linear tracker sends, in one place.
 
 Each document is valid against Linear's published schema and answered by the
-emulator (`orchestrator.sim.linear`); the contract tests check both and that
+emulator (`orchestrator_sim.linear`); the contract tests check both and that
 the emulator's answers have the shapes Linear's schema promises. Page sizes
 are explicit because Linear charges a connection's children once per
 requested node (50 when ``first`` is not given) and refuses a single query

@@ -31,7 +31,7 @@ from orchestrator.domain.phases import Phase
 
 from .git_http import GitHttpServer
 
-SIM_AGENT = f"{shlex.quote(sys.executable)} -m orchestrator.sim.agent"
+SIM_AGENT = f"{shlex.quote(sys.executable)} -m orchestrator_sim.agent"
 TOKEN = "ghp_" + "Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp9Oo8"
 
 

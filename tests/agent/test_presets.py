@@ -291,7 +291,7 @@ def _fake_agent(tmp_path: Path, name: str, stream: list[dict[str, Any]]) -> tupl
     program.write_text(
         "#!/bin/sh\n"
         f'printf "%s\\n" "$@" > {shlex.quote(str(argv_file))}\n'
-        f"exec {shlex.quote(sys.executable)} -m orchestrator.sim.agent "
+        f"exec {shlex.quote(sys.executable)} -m orchestrator_sim.agent "
         f"--scenario {shlex.quote(str(scenario))}\n"
     )
     program.chmod(0o755)

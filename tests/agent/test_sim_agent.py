@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from orchestrator.sim.agent import EXIT_SCENARIO_ERROR, agent_command, run_scripted_agent
-from orchestrator.sim.scenario_agent import ScenarioError, load_scenario, parse_scenario
+from orchestrator_sim.agent import EXIT_SCENARIO_ERROR, agent_command, run_scripted_agent
+from orchestrator_sim.scenario_agent import ScenarioError, load_scenario, parse_scenario
 
 from .conftest import git, make_origin
 
@@ -228,7 +228,7 @@ def test_the_module_runs_as_a_program(tmp_path: Path) -> None:
     scenario = tmp_path / "s.json"
     scenario.write_text(json.dumps({"steps": [{"message": "hi"}], "exit_code": 3}))
     done = subprocess.run(
-        [sys.executable, "-m", "orchestrator.sim.agent", "--scenario", str(scenario)],
+        [sys.executable, "-m", "orchestrator_sim.agent", "--scenario", str(scenario)],
         cwd=tmp_path,
         capture_output=True,
         text=True,

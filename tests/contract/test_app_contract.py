@@ -18,8 +18,8 @@ import httpx
 import jwt
 import pytest
 
-from orchestrator.sim import rest_apps
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim import rest_apps
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.contract.openapi_contract import assert_is_basic_error, assert_matches_openapi
 
 

@@ -23,8 +23,8 @@ from orchestrator.github.queries import (
     product_documents,
     state_query,
 )
-from orchestrator.sim.graphql_api import emulated_schema
-from orchestrator.sim.graphql_cost import load_github_schema
+from orchestrator_sim.graphql_api import emulated_schema
+from orchestrator_sim.graphql_cost import load_github_schema
 
 DOCUMENTS = product_documents()
 

@@ -17,9 +17,9 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from orchestrator.sim.app import all_routes
-from orchestrator.sim.clock import ManualClock
-from orchestrator.sim.testing import Account, SimWorld, make_token, running_world
+from orchestrator_sim.app import all_routes
+from orchestrator_sim.clock import ManualClock
+from orchestrator_sim.testing import Account, SimWorld, make_token, running_world
 from tests.contract.openapi_contract import (
     assert_is_basic_error,
     assert_matches_openapi,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import httpx
 
-from orchestrator.demo.actors import CISimulator, HumanReviewer
-from orchestrator.demo.world import REPO, start_world
+from orchestrator_sim.demo.actors import CISimulator, HumanReviewer
+from orchestrator_sim.demo.world import REPO, start_world
 
 
 def _until(condition: Callable[[], bool], limit_s: float = 20.0) -> None:

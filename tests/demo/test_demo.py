@@ -12,7 +12,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from orchestrator.demo.run import Demo
+from orchestrator_sim.demo.run import Demo
 
 pytestmark = pytest.mark.slow
 

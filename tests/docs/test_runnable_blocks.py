@@ -56,7 +56,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.testing import SimWorld, start_world
+from orchestrator_sim.testing import SimWorld, start_world
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ("README.md", "deploy/README.md", "docs/*.md")

@@ -27,12 +27,12 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from orchestrator.agent.reaper import read_process
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 from tests.replicas.test_replicas import Replica
 
 from .harness import Flow, agent_home, finding
 
-AGENT_MODULE = "orchestrator.sim.agent"
+AGENT_MODULE = "orchestrator_sim.agent"
 # Inside the workspace's .git: never committed, and written by the agent itself.
 MARKERS = ".git/chaos-commits"
 REPLICA = "chaos"

@@ -21,10 +21,10 @@ from typing import Any
 from orchestrator.daemon.daemon import Daemon
 from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator.github.retry import RetryPolicy
-from orchestrator.sim.clock import parse_time
-from orchestrator.sim.testing import Account, SimWorld
+from orchestrator_sim.clock import parse_time
+from orchestrator_sim.testing import Account, SimWorld
 
-SIM_AGENT = f"{shlex.quote(sys.executable)} -m orchestrator.sim.agent"
+SIM_AGENT = f"{shlex.quote(sys.executable)} -m orchestrator_sim.agent"
 OWNER_LABEL = "orchestrator"
 APPROVAL_LABEL = "state:merging"
 STOP_LABEL = "orchestrator:stop"

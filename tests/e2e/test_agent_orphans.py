@@ -19,7 +19,7 @@ import pytest
 
 from orchestrator.agent.reaper import GroupEntry, read_process
 from orchestrator.agent.registry import REGISTRY_DIR
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 
 from ..agent.test_orphans import sleepers
 from ..agent.test_sandbox import require_bwrap, sleep_token, wait_for

@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 
 from .harness import default_scenario, flow_for
 

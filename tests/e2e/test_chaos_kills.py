@@ -30,8 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.testing import SimWorld
 from orchestrator.store import migrate
+from orchestrator_sim.testing import SimWorld
 
 from .chaos import (
     CiPlayer,

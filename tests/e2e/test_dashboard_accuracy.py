@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from orchestrator.sim.testing import SimWorld
 from orchestrator.web.views.dashboard import IssueRow, issue_rows
+from orchestrator_sim.testing import SimWorld
 
 from .harness import Flow, flow_for
 

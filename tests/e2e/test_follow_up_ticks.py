@@ -14,8 +14,8 @@ from pathlib import Path
 from structlog.testing import capture_logs
 
 from orchestrator.domain.snapshot import IssueRef
-from orchestrator.sim.testing import SimWorld
 from orchestrator.tick.request import WHOLE, CycleRequest
+from orchestrator_sim.testing import SimWorld
 
 from .harness import flow_for
 

@@ -13,7 +13,7 @@ import io
 from pathlib import Path
 
 from orchestrator.logs import configure_logging
-from orchestrator.sim.testing import Account, AppAccount, SimWorld, add_app, make_token
+from orchestrator_sim.testing import Account, AppAccount, SimWorld, add_app, make_token
 
 from .harness import APPROVAL_LABEL, flow_for
 

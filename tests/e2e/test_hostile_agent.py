@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 
 from .harness import Flow, default_scenario, flow_for
 

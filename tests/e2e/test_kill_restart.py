@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 
 from .harness import Flow, default_scenario, policy_document, write_policy, write_scenario
 
@@ -31,7 +31,7 @@ def agents_of(scenario: Path) -> list[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if str(scenario).encode() in cmdline and b"orchestrator.sim.agent" in cmdline:
+        if str(scenario).encode() in cmdline and b"orchestrator_sim.agent" in cmdline:
             found.append(int(entry.name))
     return found
 

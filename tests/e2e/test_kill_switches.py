@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 
 from .harness import REPO_STOP_LABEL, STOP_LABEL, default_scenario, flow_for
 

@@ -21,8 +21,8 @@ import pytest
 from ruamel.yaml import YAML
 
 from orchestrator.domain.workpad import is_workpad_comment
-from orchestrator.sim.linear.client import LinearControl
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.linear.client import LinearControl
+from orchestrator_sim.testing import SimWorld
 from tests.e2e.harness import (
     REPO_STOP_LABEL,
     SIM_AGENT,

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.linear.client import LinearControl
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.linear.client import LinearControl
+from orchestrator_sim.testing import SimWorld
 from tests.e2e.harness import default_scenario, flow_for
 from tests.e2e.test_linear_approval import _policy, linear_people
 from tests.e2e.test_linear_flow import TEAM

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.logs import read_json_log
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 
 from .harness import Flow, default_scenario, policy_document, write_policy, write_scenario
 

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orchestrator.sim.testing import SimWorld, make_token
+from orchestrator_sim.testing import SimWorld, make_token
 
 from .harness import APPROVAL_LABEL, STOP_LABEL, Flow, flow_for
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 from tests.support import agent_clis
 from tests.support.model_api import HttpError, ModelApi, Reply, Shell, Text, WriteFile
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.domain.pr_body import EMPTY_SECTION_NOTE
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 
 from .harness import Flow, default_scenario, flow_for, merge_sections
 from .test_review_loop import (

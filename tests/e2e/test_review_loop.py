@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 
 from .harness import Flow, agent_home, default_scenario, flow_for, merge_sections
 

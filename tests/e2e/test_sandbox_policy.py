@@ -18,8 +18,8 @@ from orchestrator.agent import probe_bwrap
 from orchestrator.agent.sandbox import BWRAP_ENV
 from orchestrator.cli import cli
 from orchestrator.daemon.daemon import Daemon, DaemonError
-from orchestrator.sim.testing import SimWorld
 from orchestrator.web.server import start_web
+from orchestrator_sim.testing import SimWorld
 
 from .harness import flow_for, policy_document, write_policy
 

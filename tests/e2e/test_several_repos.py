@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import text
 
 from orchestrator.daemon.daemon import DaemonError
-from orchestrator.sim.testing import DEFAULT_FILES, SimWorld, add_app
+from orchestrator_sim.testing import DEFAULT_FILES, SimWorld, add_app
 
 from .harness import REPO_STOP_LABEL, Flow, flow_for
 from .test_github_app import app_policy, as_app

@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import text
 from structlog.testing import capture_logs
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 
 from .harness import default_scenario, flow_for
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from orchestrator.sim.testing import SimWorld, make_token
+from orchestrator_sim.testing import SimWorld, make_token
 
 from .harness import Flow, flow_for
 from .test_review_loop import (

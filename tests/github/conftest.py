@@ -8,7 +8,7 @@ import pytest
 from orchestrator.github.client import GitHubClient
 from orchestrator.github.gateway import GitHubGateway
 from orchestrator.github.retry import RetryPolicy
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.testing import SimWorld, running_world
 
 
 class SleepRecorder:

@@ -16,7 +16,7 @@ from orchestrator.github.credentials import AppInstallationTokens
 from orchestrator.github.errors import GitHubError
 from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import redact_text
-from orchestrator.sim.testing import AppAccount, SimWorld, add_app, running_world
+from orchestrator_sim.testing import AppAccount, SimWorld, add_app, running_world
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from orchestrator.github.gateway import GitHubGateway
 from orchestrator.github.outcomes import PROpen
 from orchestrator.github.prstate import inspect_pr_state
 from orchestrator.github.retry import RetryPolicy
-from orchestrator.sim.testing import AppAccount, SimWorld, add_app, running_world
+from orchestrator_sim.testing import AppAccount, SimWorld, add_app, running_world
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ from benchmarks.github_budget import measure
 from orchestrator.domain.snapshot import Actor
 from orchestrator.github.client import GitHubClient
 from orchestrator.github.prstate import SETTLE_S, PRStatePoller
-from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store import migrate
 from orchestrator.store.database import Database
+from orchestrator_sim.testing import SimWorld, running_world
 
 PRS = 200
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from orchestrator.domain.snapshot import Actor, PullRequest
 from orchestrator.github.client import GitHubClient, MemoryEtagCache
 from orchestrator.github.prstate import SETTLE_S, PRStatePoller, inspect_pr_state
-from orchestrator.sim.clock import ManualClock
-from orchestrator.sim.testing import SimWorld, make_token, running_world
+from orchestrator_sim.clock import ManualClock
+from orchestrator_sim.testing import SimWorld, make_token, running_world
 
 EXAMPLES = int(os.environ.get("FINGERPRINT_EXAMPLES", "60"))
 _counter = itertools.count()

@@ -22,7 +22,7 @@ from orchestrator.github.outcomes import (
     PROpen,
 )
 from orchestrator.github.prstate import inspect_pr_state
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 from tests.github.conftest import SleepRecorder
 
 MARKER = "<!-- orchestrator-workpad -->"

@@ -12,7 +12,7 @@ from orchestrator.github.client import GitHubClient
 from orchestrator.github.feed import FeedRead, IssueFeed
 from orchestrator.github.feed_state import FeedItem
 from orchestrator.repos.feed_keeper import decode, encode
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.testing import SimWorld, running_world
 
 LABELS = ("agent", "stop", "approved", "other")
 WATCHED = frozenset({"stop", "approved"})

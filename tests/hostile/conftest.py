@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.hostile.test_hostile_daemon import Listener
 
 

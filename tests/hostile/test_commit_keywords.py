@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.closing import closing_references
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.closing import closing_references
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import Flow, agent_home, default_scenario, flow_for
 from tests.e2e.test_several_repos import SECOND, add_repo
 

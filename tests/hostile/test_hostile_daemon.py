@@ -41,7 +41,7 @@ import httpx
 import pytest
 
 from orchestrator.agent import probe_bwrap
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 from tests.e2e.harness import OWNER_LABEL, Flow, write_policy
 
 AGENT = Path(__file__).with_name("agent.py")

@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.linear.client import LinearControl, post_graphql
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.linear.client import LinearControl, post_graphql
+from orchestrator_sim.testing import SimWorld
 from tests.e2e.harness import flow_for
 from tests.e2e.test_linear_approval import _merge_attempts, _policy, _ready, linear_people
 

@@ -27,7 +27,7 @@ import pytest
 
 from orchestrator.agent import probe_bwrap, workspace_key
 from orchestrator.agent.git import split_credentials
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 from tests.e2e.harness import Flow, write_policy
 from tests.hostile.test_hostile_daemon import (
     Layout,

@@ -33,7 +33,7 @@ import httpx
 import pytest
 
 from orchestrator.logs import read_json_log
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import Flow, default_scenario, policy_document, write_policy, write_scenario
 from tests.hostile.flood import Flood
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.agent import probe_bwrap
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 from tests.e2e.harness import agent_home, flow_for
 
 TRANSPORTS = {"fetch", "push", "pull", "clone", "ls-remote", "remote", "submodule", "fetch-pack"}

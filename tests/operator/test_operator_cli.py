@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from orchestrator.cli import cli
 from orchestrator.domain.phases import Phase
-from orchestrator.sim.testing import running_world
 from orchestrator.store.database import Database
+from orchestrator_sim.testing import running_world
 from tests.web.conftest import NOW, populate, populate_finished
 
 

@@ -259,7 +259,7 @@ def test_status_and_a_metrics_scrape_against_a_running_daemon(tmp_path: Path) ->
     import httpx
 
     from orchestrator.daemon.daemon import Daemon
-    from orchestrator.sim.testing import running_world
+    from orchestrator_sim.testing import running_world
     from tests.e2e.harness import flow_for
 
     port = free_port()

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import structlog
 
-from orchestrator.sim.server import SimServer
+from orchestrator_sim.server import SimServer
 
 
 def main() -> None:

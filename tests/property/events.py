@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hypothesis import strategies as st
 
-from orchestrator.sim.control import ControlRequestError
+from orchestrator_sim.control import ControlRequestError
 
 if TYPE_CHECKING:
     from tests.property.runner import Run

@@ -51,10 +51,10 @@ from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator.domain.workpad import PRRef, ReviewState, WorkpadRecord
 from orchestrator.github.prstate import PRStatePoller
 from orchestrator.github.retry import RetryPolicy
-from orchestrator.sim.control import ControlClient, ControlRequestError
-from orchestrator.sim.testing import DEFAULT_FILES, Account, make_token
 from orchestrator.store.models import TrackedIssue
 from orchestrator.tick.cycle import TickReport
+from orchestrator_sim.control import ControlClient, ControlRequestError
+from orchestrator_sim.testing import DEFAULT_FILES, Account, make_token
 
 AGENT = Path(__file__).with_name("oracle_agent.py")
 EMULATOR_MAIN = Path(__file__).with_name("emulator_main.py")
@@ -183,7 +183,7 @@ class EmulatorProcess:
                 process.kill()
                 raise RuntimeError("the emulator process did not start")
         else:
-            from orchestrator.sim.server import SimServer
+            from orchestrator_sim.server import SimServer
 
             process = SimServer(state_dir, clock=clock, seed=0).start()
             url = process.url

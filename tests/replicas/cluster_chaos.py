@@ -24,7 +24,7 @@ from random import Random
 from typing import Any
 
 from orchestrator.logs import read_json_log
-from orchestrator.sim.clock import parse_time
+from orchestrator_sim.clock import parse_time
 from tests.e2e.harness import Flow
 
 ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")

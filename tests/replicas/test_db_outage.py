@@ -21,8 +21,8 @@ from typing import Any
 import httpx
 import pytest
 
-from orchestrator.sim.testing import SimWorld
 from orchestrator.store import migrate
+from orchestrator_sim.testing import SimWorld
 from tests.e2e.harness import Flow, default_scenario, policy_document, write_policy, write_scenario
 from tests.replicas.relay import Relay, relayed
 

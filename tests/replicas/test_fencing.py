@@ -17,9 +17,9 @@ from sqlalchemy import create_engine, text
 from structlog.testing import capture_logs
 
 from orchestrator.daemon.daemon import Daemon
-from orchestrator.sim.testing import SimWorld
 from orchestrator.store import migrate
 from orchestrator.store.fencing import Fence
+from orchestrator_sim.testing import SimWorld
 from tests.e2e.harness import FAST_RETRY, Flow, default_scenario, flow_for
 
 LEASE_S = 30.0

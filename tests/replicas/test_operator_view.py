@@ -18,8 +18,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from orchestrator import __version__
 from orchestrator.cli import cli
-from orchestrator.sim.testing import SimWorld
 from orchestrator.store import migrate
+from orchestrator_sim.testing import SimWorld
 from tests.e2e.harness import flow_for
 from tests.replicas import test_replicas as cluster
 from tests.web.test_cluster_views import CLUSTER_FAMILIES

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, text
 
-from orchestrator.sim.testing import SimWorld
 from orchestrator.store import migrate
+from orchestrator_sim.testing import SimWorld
 from tests.e2e.harness import (
     Flow,
     default_scenario,

@@ -21,7 +21,7 @@ from orchestrator.daemon.descriptors import (
     expected_limit,
     web_connection_cap,
 )
-from orchestrator.sim.testing import running_world
+from orchestrator_sim.testing import running_world
 from tests.e2e.harness import flow_for
 from tests.workflow.conftest import ENV
 

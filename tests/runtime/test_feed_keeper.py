@@ -11,8 +11,8 @@ from structlog.testing import capture_logs
 
 from orchestrator.github.feed import IssueFeed
 from orchestrator.repos.feed_keeper import FeedKeeper, decode, encode
-from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store.database import Database
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import flow_for
 
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.daemon.instance_lock import AlreadyRunning, InstanceLock, flock_holder
-from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store.engine import make_engine
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.store.faults_harness import daemon_setup, give, shared_folder
 
 HOLD = (

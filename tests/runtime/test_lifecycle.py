@@ -19,7 +19,7 @@ import pytest
 
 from orchestrator.daemon.daemon import Daemon
 from orchestrator.daemon.instance_lock import AlreadyRunning
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import Flow, default_scenario, flow_for
 
 ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")

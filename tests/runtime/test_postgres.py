@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.daemon.daemon import Daemon, DaemonError
-from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store import migrate
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import flow_for
 
 pytestmark = pytest.mark.postgres

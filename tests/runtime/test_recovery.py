@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import update
 
-from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store.models import SideEffect
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import flow_for
 
 

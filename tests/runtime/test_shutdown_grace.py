@@ -10,8 +10,8 @@ import pytest
 from structlog.testing import capture_logs
 
 from orchestrator.daemon.daemon import Daemon
-from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.workflow import Policy, check_workflow
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import default_scenario, flow_for
 
 

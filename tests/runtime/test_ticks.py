@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import flow_for
 
 

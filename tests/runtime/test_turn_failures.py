@@ -23,7 +23,7 @@ from structlog.testing import capture_logs
 import orchestrator.agent.runner as runner_module
 import orchestrator.turns.runner as turns_module
 from orchestrator.domain.snapshot import OutcomeKind
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import Flow, flow_for
 
 BACKOFF_S = 1.0

@@ -24,10 +24,10 @@ from benchmarks.scale_world import (
     write_policy,
 )
 from orchestrator.domain.snapshot import IssueRef
-from orchestrator.sim.testing import running_world
 from orchestrator.store.database import Database
 from orchestrator.store.records import RecordStore
 from orchestrator.tick.sweep import DEFAULT_SWEEP_SPREAD
+from orchestrator_sim.testing import running_world
 
 SIZE = 1000
 INTERVAL_MS = 500

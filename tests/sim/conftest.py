@@ -2,7 +2,7 @@
 
 Other test folders can reuse them with
 ``from tests.sim.conftest import sim_world, gh  # noqa: F401`` or call
-`orchestrator.sim.testing.running_world` directly.
+`orchestrator_sim.testing.running_world` directly.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.testing import SimWorld, running_world
 
 
 @pytest.fixture

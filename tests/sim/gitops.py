@@ -5,7 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from orchestrator.sim.testing import Account, SimWorld
+from orchestrator_sim.testing import Account, SimWorld
 
 
 def git(*args: str, cwd: Path | None = None, env: dict[str, str], check: bool = True) -> str:

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator.sim.clock import ManualClock
-from orchestrator.sim.linear.client import GraphQLAnswer, LinearControl, post_graphql
-from orchestrator.sim.server import SimServer
+from orchestrator_sim.clock import ManualClock
+from orchestrator_sim.linear.client import GraphQLAnswer, LinearControl, post_graphql
+from orchestrator_sim.server import SimServer
 
 BOT_KEY = "lin_api_bot"
 ALICE_TOKEN = "lin_oauth_alice"

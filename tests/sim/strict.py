@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from orchestrator.sim.clock import ManualClock
-from orchestrator.sim.testing import Account, SimWorld, make_token, running_world
+from orchestrator_sim.clock import ManualClock
+from orchestrator_sim.testing import Account, SimWorld, make_token, running_world
 
 # Both lines of src/widgets.py change, so either is part of a pull request's diff.
 WIDGETS = 'def greet(name: str) -> str:  # changed\n    return f"hi {name}"\n'

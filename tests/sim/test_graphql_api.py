@@ -21,9 +21,9 @@ from orchestrator.github.queries import (
     resolve_thread_request,
     state_request,
 )
-from orchestrator.sim.graphql_api import emulated_schema, resolvers
-from orchestrator.sim.graphql_cost import load_github_schema, query_cost
-from orchestrator.sim.testing import Account, SimWorld, make_token, running_world
+from orchestrator_sim.graphql_api import emulated_schema, resolvers
+from orchestrator_sim.graphql_cost import load_github_schema, query_cost
+from orchestrator_sim.testing import Account, SimWorld, make_token, running_world
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from graphql import GraphQLSchema, parse
 
 from orchestrator.github.queries import product_documents
-from orchestrator.sim.graphql_cost import (
+from orchestrator_sim.graphql_cost import (
     ConnectionUse,
     QueryCost,
     SchemaUnavailableError,

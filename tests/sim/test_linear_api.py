@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.control import ControlRequestError
 from orchestrator.tracker.linear_queries import DOCUMENTS
+from orchestrator_sim.control import ControlRequestError
 from tests.sim.linear_world import ALICE_TOKEN, BOT_KEY, LinearWorld, running_linear
 
 ISSUE_PAGE = """
@@ -462,8 +462,8 @@ def test_ids_follow_the_seed_and_the_workspace_survives_a_restart(tmp_path: Path
         first.control.set_state("ENG-1", "In Progress", as_user="alice")
     with running_linear(tmp_path / "b") as other:
         assert other.control.issue("ENG-1")["id"] == issue["id"]
-    from orchestrator.sim.linear.client import LinearControl
-    from orchestrator.sim.server import SimServer
+    from orchestrator_sim.linear.client import LinearControl
+    from orchestrator_sim.server import SimServer
 
     with SimServer(tmp_path / "a", persist=True) as server:
         again = LinearControl(server.url).issue("ENG-1")

@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli import cli
-from orchestrator.sim.linear.client import LinearControl
-from orchestrator.sim.server import SimServer
+from orchestrator_sim.linear.client import LinearControl
+from orchestrator_sim.server import SimServer
 
 
 @pytest.fixture

@@ -35,10 +35,10 @@ from graphql import (
     validate,
 )
 
-from orchestrator.sim.linear.api import subset_schema, subset_sdl
-from orchestrator.sim.linear.complexity import query_complexity
-from orchestrator.sim.linear.limits import MAX_QUERY_COMPLEXITY
 from orchestrator.tracker.linear_queries import DOCUMENTS
+from orchestrator_sim.linear.api import subset_schema, subset_sdl
+from orchestrator_sim.linear.complexity import query_complexity
+from orchestrator_sim.linear.limits import MAX_QUERY_COMPLEXITY
 from tests.sim.linear_world import LinearWorld, running_linear
 
 SCHEMA_PATH = Path(__file__).resolve().parents[2].parent / "shared/contracts/linear/schema.graphql"

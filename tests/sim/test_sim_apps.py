@@ -13,7 +13,7 @@ import jwt
 import pytest
 from github import Auth, GithubIntegration
 
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.testing import SimWorld, running_world
 
 
 @dataclass(frozen=True)

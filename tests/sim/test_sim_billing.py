@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 from github import GithubException, RateLimitExceededException
 
-from orchestrator.sim.billing import (
+from orchestrator_sim.billing import (
     Billing,
     RateLimited,
     SecondaryLimited,
     SecondaryPolicy,
     charge_tally,
 )
-from orchestrator.sim.clock import ManualClock
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.clock import ManualClock
+from orchestrator_sim.testing import SimWorld, running_world
 
 # ------------------------------------------------------------------ unit level
 

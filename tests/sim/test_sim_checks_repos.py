@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from github import GithubException
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 
 
 def _head(world: SimWorld) -> str:

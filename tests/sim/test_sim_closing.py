@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.closing import ClosedReference, closing_references
-from orchestrator.sim.testing import DEFAULT_FILES, SimWorld
+from orchestrator_sim.closing import ClosedReference, closing_references
+from orchestrator_sim.testing import DEFAULT_FILES, SimWorld
 
 GADGETS = "acme/gadgets"
 SECRET = "other/secret"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 from tests.sim.strict import WIDGETS, graphql, manual_world, open_pull, pull_json, rest
 
 COMMITS = """query($n: Int!, $last: Int!) { repository(owner: "acme", name: "widgets") {

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.control import ControlClient, ControlRequestError
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.control import ControlClient, ControlRequestError
+from orchestrator_sim.testing import SimWorld
 
 
 def test_scenario_steps_are_visible_through_the_api(sim_world: SimWorld, gh: Any) -> None:

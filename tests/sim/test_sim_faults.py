@@ -8,8 +8,8 @@ import pytest
 import requests
 from github import GithubException
 
-from orchestrator.sim.control import ControlRequestError
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.control import ControlRequestError
+from orchestrator_sim.testing import SimWorld
 
 
 def _status(gh: Any, path: str, method: str = "GET", body: Any = None) -> int:

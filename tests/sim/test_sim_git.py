@@ -8,8 +8,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from orchestrator.sim.githttp import pushed_branches
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.githttp import pushed_branches
+from orchestrator_sim.testing import SimWorld
 from tests.sim.gitops import git, push_branch
 
 

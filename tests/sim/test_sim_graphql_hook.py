@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 
 
 def _post(world: SimWorld, body: bytes, token: str | None) -> tuple[int, dict[str, str], Any]:

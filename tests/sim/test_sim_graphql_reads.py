@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 from tests.sim.strict import WIDGETS, graphql, manual_world, new_account, open_pull, rest
 
 COMMENTS = """query($n: Int!, $after: String) { repository(owner: "acme", name: "widgets") {

@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from orchestrator.sim.clock import ManualClock
-from orchestrator.sim.errors import SimError
-from orchestrator.sim.records import CheckRun, CommitStatus, Issue, Repo
-from orchestrator.sim.state import InlineComment, SimState
-from orchestrator.sim.state_index import RepoIndex
-from orchestrator.sim.state_issues import IssueQuery
+from orchestrator_sim.clock import ManualClock
+from orchestrator_sim.errors import SimError
+from orchestrator_sim.records import CheckRun, CommitStatus, Issue, Repo
+from orchestrator_sim.state import InlineComment, SimState
+from orchestrator_sim.state_index import RepoIndex
+from orchestrator_sim.state_issues import IssueQuery
 
 USERS = ("alice", "bob", "carol")
 LABELS = ("agent", "Agent", "blocked", "todo", "in progress")

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from github import GithubException
 
-from orchestrator.sim.clock import ManualClock
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.clock import ManualClock
+from orchestrator_sim.testing import SimWorld, running_world
 
 
 def _request(gh: Any, method: str, path: str, **params: Any) -> tuple[int, dict[str, str], Any]:

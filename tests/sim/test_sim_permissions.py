@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from github import BadCredentialsException, GithubException
 
-from orchestrator.sim.testing import Account, SimWorld
+from orchestrator_sim.testing import Account, SimWorld
 from tests.sim.gitops import push_branch
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.control import ControlRequestError
+from orchestrator_sim.control import ControlRequestError
 from tests.sim.strict import graphql, manual_world, new_account, open_pull, pull_json, rest
 
 STATE = """query($n: Int!) { repository(owner: "acme", name: "widgets") {

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from github import GithubException
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 from tests.sim.gitops import git, push_branch
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from orchestrator.sim.render_cache import RenderCache, Rendered
-from orchestrator.sim.testing import SimWorld, make_token, running_world
+from orchestrator_sim.render_cache import RenderCache, Rendered
+from orchestrator_sim.testing import SimWorld, make_token, running_world
 from tests.sim.strict import manual_world, open_pull
 
 

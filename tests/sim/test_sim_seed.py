@@ -23,12 +23,12 @@ from orchestrator.github import queries
 from orchestrator.github.client import GitHubClient, MemoryEtagCache
 from orchestrator.github.gateway import GitHubGateway
 from orchestrator.github.prstate import PRStatePoller
-from orchestrator.sim.clock import ManualClock
-from orchestrator.sim.control import ControlRequestError
-from orchestrator.sim.snapshot import to_json
-from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.github_issues import GitHubIssuesTracker
+from orchestrator_sim.clock import ManualClock
+from orchestrator_sim.control import ControlRequestError
+from orchestrator_sim.snapshot import to_json
+from orchestrator_sim.testing import SimWorld, running_world
 
 LABELS = ["agent", "p1"]
 

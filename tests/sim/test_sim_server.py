@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.control import ControlClient
-from orchestrator.sim.server import SimServer
+from orchestrator_sim.control import ControlClient
+from orchestrator_sim.server import SimServer
 
 # The console script the package installs next to the interpreter.
 ORCHESTRATOR = [str(Path(sys.executable).parent / "orchestrator")]
@@ -167,11 +167,11 @@ def test_sim_group_does_not_import_the_agent_until_asked() -> None:
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from orchestrator.sim.cli import sim\n"
+        "from orchestrator_sim.cli import sim\n"
         "result = CliRunner().invoke(sim, ['serve', '--help'])\n"
         "assert result.exit_code == 0, result.output\n"
         "assert '--state' in result.output\n"
-        "assert 'orchestrator.sim.agent' not in sys.modules\n"
+        "assert 'orchestrator_sim.agent' not in sys.modules\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr

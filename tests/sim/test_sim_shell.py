@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from orchestrator.cli import cli
-from orchestrator.sim.control import ControlClient
-from orchestrator.sim.testing import SimWorld, make_token, running_world
+from orchestrator_sim.control import ControlClient
+from orchestrator_sim.testing import SimWorld, make_token, running_world
 
 
 @pytest.fixture
@@ -538,7 +538,7 @@ def test_the_shell_commands_load_only_when_used() -> None:
         "for args in (['--help'], ['sim', 'serve', '--help']):\n"
         "    result = CliRunner().invoke(cli, args)\n"
         "    assert result.exit_code == 0, result.output\n"
-        "loaded = [name for name in sys.modules if name.startswith('orchestrator.sim.shell')]\n"
+        "loaded = [name for name in sys.modules if name.startswith('orchestrator_sim.shell')]\n"
         "assert not loaded, loaded\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

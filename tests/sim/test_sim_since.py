@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.sim.clock import ManualClock
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.clock import ManualClock
+from orchestrator_sim.testing import SimWorld, running_world
 
 START = datetime(2026, 3, 1, tzinfo=UTC)
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.clock import ManualClock
-from orchestrator.sim.errors import NotFound, Unprocessable
-from orchestrator.sim.records import make_node_id, parse_node_id
-from orchestrator.sim.state import CheckAnnotation, InlineComment, Repo, SimState
+from orchestrator_sim.clock import ManualClock
+from orchestrator_sim.errors import NotFound, Unprocessable
+from orchestrator_sim.records import make_node_id, parse_node_id
+from orchestrator_sim.state import CheckAnnotation, InlineComment, Repo, SimState
 
 SHA_A = "a" * 40
 SHA_B = "b" * 40

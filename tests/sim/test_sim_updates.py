@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from orchestrator.github import queries
-from orchestrator.sim.testing import SimWorld, running_world
+from orchestrator_sim.testing import SimWorld, running_world
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.sim.testing import SimWorld
+from orchestrator_sim.testing import SimWorld
 from tests.e2e.harness import default_scenario, policy_document, write_policy, write_scenario
 from tests.hostile.test_hostile_daemon import daemon_user as unprivileged_daemon_user
 

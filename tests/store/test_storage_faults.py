@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, exc, text
 
-from orchestrator.sim.testing import SimWorld, running_world
 from orchestrator.store.engine import make_engine
 from orchestrator.store.migrate import ensure_schema
 from orchestrator.store.sqlite_faults import (
@@ -29,6 +28,7 @@ from orchestrator.store.sqlite_faults import (
     probe_sqlite_writable,
     symptom_of,
 )
+from orchestrator_sim.testing import SimWorld, running_world
 from tests.store.faults_harness import (
     DaemonSetup,
     daemon_setup,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.logs import configure_logging
-from orchestrator.sim.testing import running_world
+from orchestrator_sim.testing import running_world
 from tests.e2e.harness import agent_home, flow_for, merge_sections
 from tests.e2e.test_real_agents import agent_policy
 from tests.support import agent_clis

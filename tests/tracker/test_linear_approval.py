@@ -17,9 +17,6 @@ import pytest
 
 from orchestrator.domain.policy import ApprovalSource, FlowPolicy, MergePolicy
 from orchestrator.domain.snapshot import IssueRef, LabelAction
-from orchestrator.sim.clock import ManualClock
-from orchestrator.sim.linear.client import LinearControl
-from orchestrator.sim.server import SimServer
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.linear import LinearScope, LinearTracker
 from orchestrator.tracker.linear_approval import (
@@ -32,6 +29,9 @@ from orchestrator.tracker.linear_bridge import LinearIssues
 from orchestrator.tracker.linear_client import LinearClient, LinearError
 from orchestrator.tracker.linear_people import NOBODY, is_linear_login
 from orchestrator.tracker.linear_queries import DOCUMENTS
+from orchestrator_sim.clock import ManualClock
+from orchestrator_sim.linear.client import LinearControl
+from orchestrator_sim.server import SimServer
 from tests.sim.linear_world import BOT_KEY, LinearWorld
 
 REPO = "acme/widgets"

@@ -18,7 +18,6 @@ import structlog
 from orchestrator.domain.snapshot import IssueRef
 from orchestrator.domain.workpad import WORKPAD_COMMENT_MARKER
 from orchestrator.logs import clear_context, configure_logging
-from orchestrator.sim.control import ControlClient
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.linear import LinearScope, LinearTracker
 from orchestrator.tracker.linear_client import (
@@ -31,6 +30,7 @@ from orchestrator.wiring.access import linear_tracker
 from orchestrator.wiring.policy_view import WiringError
 from orchestrator.workflow.loader import load_workflow
 from orchestrator.workflow.schema import TrackerKind
+from orchestrator_sim.control import ControlClient
 from tests.sim.linear_world import ALICE_TOKEN, BOT_KEY, LinearWorld, running_linear
 
 ACTIVE = frozenset({"Todo", "In Progress", "In Review"})

@@ -8,10 +8,10 @@ from pathlib import Path
 from orchestrator.domain.snapshot import IssueRef, TrackedIssue
 from orchestrator.github.client import GitHubClient
 from orchestrator.github.gateway import GitHubGateway
-from orchestrator.sim.testing import running_world
 from orchestrator.tracker.base import TrackerSettings
 from orchestrator.tracker.github_issues import GitHubIssuesTracker
 from orchestrator.tracker.memory import MemoryTracker
+from orchestrator_sim.testing import running_world
 
 STATES = {"Todo": "todo", "In Progress": "in-progress", "In Review": "in-review", "Done": "done"}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.demo.run import Demo
-from orchestrator.demo.world import REPO
+from orchestrator_sim.demo.run import Demo
+from orchestrator_sim.demo.world import REPO
 from tests.web.browser import browser_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

@@ -18,7 +18,6 @@ from orchestrator.domain.phases import Phase
 from orchestrator.domain.policy import ApprovalSource as DomainApprovalSource
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.selection import issue_priority
-from orchestrator.sim.testing import running_world
 from orchestrator.tracker.linear_approval import linear_approval
 from orchestrator.wiring.policy_view import WiringError, policy_repo
 from orchestrator.workflow import flow_policy
@@ -28,6 +27,7 @@ from orchestrator.workflow.import_symphony.migrate import migrate_text
 from orchestrator.workflow.loader import check_workflow
 from orchestrator.workflow.prompt import PromptIssue, PromptWorkspace
 from orchestrator.workflow.schema import AgentPreset, TrackerKind
+from orchestrator_sim.testing import running_world
 from tests.workflow.conftest import check
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "symphony"
