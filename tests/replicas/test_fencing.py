@@ -19,6 +19,8 @@ from structlog.testing import capture_logs
 from orchestrator.daemon.daemon import Daemon
 from orchestrator.store import migrate
 from orchestrator.store.fencing import Fence
+from orchestrator.tick.cycle import combined
+from orchestrator.tick.request import WHOLE
 from orchestrator_sim.testing import SimWorld
 from tests.e2e.harness import FAST_RETRY, Flow, default_scenario, flow_for
 
@@ -78,14 +80,16 @@ def test_a_leader_whose_lease_moved_on_mid_tick_writes_nothing(
         # a's tick had begun under epoch 1: its plan (open the PR, the workpad) is fenced.
         writes = len(flow.bot_writes())
         with capture_logs() as logs:
-            report = a.parts.tick.run(
+            passes = a.parts.tick.passes(
+                WHOLE,
                 view=a.view,
-                agents=a.agents,
-                source=a.repo_source(),
+                agents=a.repo_set.agents,
+                source=a.repo_set.repo_source(),
                 now=a.clock(),
                 dispatching=True,
                 fence=stale,
             )
+            report = combined(list(passes))
         assert report.execution.fenced
         assert [e["reason"] for e in logs if e["event"] == "side_effect_fenced"] == [
             "poll lease poll:acme/widgets at epoch 1 held by a is no longer held"
