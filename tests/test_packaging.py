@@ -4,6 +4,7 @@ wheel and its imports; the emulator ships as its own distribution (sim/)."""
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import re
 import shutil
 import subprocess
@@ -89,6 +90,29 @@ def test_no_daemon_module_imports_or_names_the_emulator() -> None:
         if _is_emulator(module)
     ]
     assert offenders == []
+
+
+def _requirement_name(requirement: str) -> str:
+    name = re.split(r"[\s\[<>=!~;]", requirement, maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def test_every_library_the_daemon_imports_is_one_of_its_dependencies() -> None:
+    """A production install has only [project].dependencies: a module the daemon imports
+    from elsewhere (a dev extra) would fail there with ModuleNotFoundError."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = {_requirement_name(r) for r in project["dependencies"]}
+    distributions = importlib.metadata.packages_distributions()
+    missing: list[str] = []
+    for path, tree in _daemon_modules():
+        for line, module in _imported_modules(tree):
+            top = module.partition(".")[0]
+            if top in sys.stdlib_module_names or top in {"orchestrator", "__future__"}:
+                continue
+            owners = {_requirement_name(d) for d in distributions.get(top, [top])}
+            if owners.isdisjoint(declared):
+                missing.append(f"{path.relative_to(ROOT)}:{line}: {module} ({', '.join(owners)})")
+    assert not missing, "imported but not a dependency of the daemon:\n" + "\n".join(missing)
 
 
 def test_the_scan_sees_each_way_of_reaching_the_emulator() -> None:
