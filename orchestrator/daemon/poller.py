@@ -195,7 +195,8 @@ class Poller:
         errors = [o.line for o in outcomes if isinstance(o, Failed)]
         limited = next((o for o in outcomes if isinstance(o, RateLimited)), None)
         away = next((o for o in outcomes if isinstance(o, DatabaseAway)), None)
-        if reports or errors or limited is not None:
+        ran = bool(reports or errors) or limited is not None
+        if ran:
             stats.ticks += 1
             stats.last_tick_at = now
             stats.last_tick_duration_s = (self.parts.clock() - now).total_seconds()
@@ -203,7 +204,7 @@ class Poller:
         if away is not None:
             stats.last_tick_error = away.line
             return None
-        if reports or errors or limited is not None:
+        if ran:
             stats.last_tick_error = "; ".join(errors) or None
         if limited is not None:
             self._rate_limited(limited)
