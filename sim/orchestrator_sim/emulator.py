@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from orchestrator.logs import get_logger
+from orchestrator_sim import gitmerge
 from orchestrator_sim.apps import AppRegistry
 from orchestrator_sim.billing import Billing
 from orchestrator_sim.clock import Clock, system_clock
@@ -339,7 +340,8 @@ class Emulator:
                     message = "\n\n".join(f"* {info.message}" for info in listed)
                 text = f"{headline}\n\n{message}" if message else headline
             try:
-                new_sha = self.git.merge(
+                new_sha = gitmerge.merge(
+                    self.git,
                     self.repo_path(repo),
                     base_branch=pr.base_ref,
                     head_sha=head_sha,
