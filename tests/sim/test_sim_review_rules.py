@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from orchestrator_sim.control import ControlRequestError
 from orchestrator_sim.testing import SimWorld
 from tests.sim.strict import graphql, manual_world, new_account, open_pull, pull_json, rest
 
@@ -181,3 +183,15 @@ def test_required_deployments_need_a_successful_deployment_of_the_head(tmp_path:
         path = f"/repos/{world.repo}/deployments/{deployment['id']}/statuses"
         assert [s["state"] for s in rest(world, "GET", path).json()] == ["success", "in_progress"]
         assert _merge(world, pull.number).status_code == 200
+
+
+def test_the_control_api_refuses_unknown_rules_and_teams_of_people(tmp_path: Path) -> None:
+    with manual_world(tmp_path) as (world, _clock):
+        with pytest.raises(ControlRequestError) as unknown:
+            world.control.protect(world.repo, "main", require_signatures=True)
+        with pytest.raises(ControlRequestError) as person:
+            world.control.set_team("alice", "core", ["alice"])
+
+        assert unknown.value.message == "unknown protection rule 'require_signatures'"
+        assert person.value.status == 422
+        assert world.control.set_team("acme", "core", None) == []
