@@ -117,7 +117,7 @@ class PullsState(RequirementsState):
         Open pull requests whose head is that branch follow it (a push updates
         them, outdates threads on changed lines, and may dismiss approvals);
         those whose head or base moved must have their mergeability worked
-        out again. ``actor`` is who pushed, when known.
+        out again. ``actor`` is who pushed, when known: the branch's last pusher.
         """
         with self.lock:
             old = repo.branches.get(branch)
@@ -126,8 +126,11 @@ class PullsState(RequirementsState):
                 repo.pushers.pop(branch, None)
             else:
                 repo.branches[branch] = sha
-                if actor is not None and sha != old:
+                if sha != old and actor is not None:
                     repo.pushers[branch] = self.login_key(actor)
+                elif sha != old:
+                    # Moved by someone unknown: no earlier pusher may stand for them.
+                    repo.pushers.pop(branch, None)
             if sha != old:
                 since = self.precise_now()
                 index = self.index(repo)
