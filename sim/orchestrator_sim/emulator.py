@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from orchestrator.logs import get_logger
+from orchestrator_sim import gitmerge
 from orchestrator_sim.apps import AppRegistry
 from orchestrator_sim.billing import Billing
 from orchestrator_sim.clock import Clock, system_clock
@@ -299,9 +300,9 @@ class Emulator:
 
         409 when ``sha`` is not the head; 405 when the pull request cannot be
         merged: closed, a draft, mergeability not worked out yet, conflicting
-        (or forced unmergeable), or short of its base branch's protection
-        (which an administrator passes unless it enforces admins). Returns the
-        new SHA.
+        (or forced unmergeable), a method the repository (or a linear history)
+        does not allow, or short of its base branch's protection (which an
+        administrator passes unless it enforces admins). Returns the new SHA.
         """
         if method not in MERGE_METHODS:
             raise Unprocessable.field(
@@ -322,6 +323,9 @@ class Emulator:
                 raise NotAllowed(UNKNOWN_MERGEABILITY)
             if mergeable is False:
                 raise NotAllowed("Pull Request is not mergeable")
+            refusal = self.state.method_refusal(repo, pr, method)
+            if refusal is not None:
+                raise NotAllowed(refusal)
             problem = self.state.protection_problem(repo, pr, user.login)
             if problem is not None:
                 raise NotAllowed(problem, documentation_url=PROTECTION_DOCS)
@@ -339,7 +343,8 @@ class Emulator:
                     message = "\n\n".join(f"* {info.message}" for info in listed)
                 text = f"{headline}\n\n{message}" if message else headline
             try:
-                new_sha = self.git.merge(
+                new_sha = gitmerge.merge(
+                    self.git,
                     self.repo_path(repo),
                     base_branch=pr.base_ref,
                     head_sha=head_sha,
@@ -385,3 +390,15 @@ class _RepoGit:
 
     def moved_line(self, repo: Repo, old: str, new: str, path: str, line: int) -> int | None:
         return self._emulator.git.moved_line(self._path(repo), old, new, path, line)
+
+    def is_ancestor(self, repo: Repo, ancestor: str, descendant: str) -> bool:
+        return self._emulator.git.is_ancestor(self._path(repo), ancestor, descendant)
+
+    def changed_paths(self, repo: Repo, base_sha: str, head_sha: str) -> list[str]:
+        try:
+            return self._emulator.git.changed_paths(self._path(repo), base_sha, head_sha)
+        except GitError:
+            return []
+
+    def file_at(self, repo: Repo, sha: str, path: str) -> str | None:
+        return self._emulator.git.file_at(self._path(repo), sha, path)

@@ -19,13 +19,12 @@ from orchestrator_sim.graphql_cost import (
     github_schema_path,
     load_github_schema,
 )
+from orchestrator_sim.graphql_schema_merging import MERGING_SDL
 
 log = get_logger(__name__)
 
-# The part of GitHub's schema the emulator answers. Every type, field, argument
-# and enum value here exists in GitHub's schema with the same type (a contract
-# test proves it), so a document valid here is valid on GitHub.
-EMULATED_SDL = """
+# The core of the subset (the module docstring says why it is safe to send to GitHub).
+_CORE_SDL = """
 schema {
   query: Query
   mutation: Mutation
@@ -540,6 +539,7 @@ type MarkPullRequestReadyForReviewPayload {
   pullRequest: PullRequest
 }
 """
+EMULATED_SDL = _CORE_SDL + MERGING_SDL
 
 _schema_lock = threading.Lock()
 _emulated: list[GraphQLSchema] = []

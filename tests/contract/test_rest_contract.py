@@ -2,198 +2,33 @@
 
 Each case makes a real request through a running emulator and validates the
 answer against the schema GitHub publishes for that operation and status. A
-last test fails when the emulator gains a route no case covers.
+last test fails when the emulator gains a route no case covers. The cases
+about what a merge needs (update-branch, merge settings, deployments) live in
+`tests.contract.rest_cases_merging`.
 """
 
 from __future__ import annotations
 
-import json
 import secrets
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import pytest
 
 from orchestrator_sim.app import all_routes
-from orchestrator_sim.clock import ManualClock
-from orchestrator_sim.testing import Account, SimWorld, make_token, running_world
 from tests.contract.openapi_contract import (
     assert_is_basic_error,
     assert_matches_openapi,
     load_contract,
 )
-
-R = "/repos/{owner}/{repo}"
-
-
-@dataclass(frozen=True)
-class Scene:
-    """A repository with an issue, a pull request, reviews, comments, checks and statuses."""
-
-    world: SimWorld
-    reader: Account
-    issue: int
-    pull: int
-    head: str
-    review_id: int
-    review_comment_id: int
-    comment_id: int
-    check_run_id: int
-    job_id: int
-
-    @property
-    def repo(self) -> str:
-        return f"/repos/{self.world.repo}"
-
-    def fresh_pull(
-        self,
-        files: dict[str, str] | None = None,
-        *,
-        settle: bool = True,
-        draft: bool = False,
-        base: str | None = None,
-    ) -> tuple[int, str]:
-        """A new pull request from a new branch; returns its number and head SHA.
-
-        With ``settle`` the emulator's clock moves past the mergeability delay.
-        """
-        branch = f"contract-{secrets.token_hex(4)}"
-        control = self.world.control
-        head = control.push(
-            self.world.repo,
-            branch,
-            files or {f"docs/{branch}.md": "notes\n"},
-            as_user=self.world.human.login,
-            start=base,
-        )
-        number = control.create_pull(
-            self.world.repo,
-            f"Change {branch}",
-            branch,
-            as_user=self.world.bot.login,
-            base=base,
-            draft=draft,
-        )
-        if settle:
-            self.world.settle_mergeability()
-        return number, head
-
-    def protected_base(self) -> str:
-        """A new branch off main that requires a passing ``ci`` check."""
-        name = f"release-{secrets.token_hex(4)}"
-        self.world.control.push(
-            self.world.repo, name, {f"{name}.txt": "x\n"}, as_user=self.world.human.login
-        )
-        self.world.control.protect(self.world.repo, name, required_checks=["ci"])
-        return name
-
-    def fresh_comment(self) -> int:
-        return self.world.control.comment(
-            self.world.repo, self.issue, "temporary", as_user=self.world.bot.login
-        )
-
-    def fresh_branch(self) -> str:
-        name = f"ref-{secrets.token_hex(4)}"
-        self.world.control.push(
-            self.world.repo, name, {f"{name}.txt": "x\n"}, as_user=self.world.human.login
-        )
-        return name
+from tests.contract.rest_cases_merging import MERGING_CASES
+from tests.contract.rest_scene import Case, R, Scene, fetch, open_scene, send
 
 
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
-    load_contract()  # fail early, and with the `make contracts` hint, when the file is missing
-    # A manual clock: pull requests stay "mergeability unknown" until a case settles them.
-    with running_world(tmp_path_factory.mktemp("contract"), clock=ManualClock()) as world:
-        control = world.control
-        human = world.human.login
-        reader = Account("reader", make_token())
-        control.create_user(reader.login, reader.token)
-        control.set_permission(world.repo, reader.login, "read")
-        issue = control.create_issue(
-            world.repo, "Widgets break on empty names", as_user=human, labels=["bug"]
-        )
-        comment_id = control.comment(world.repo, issue, "Seen on main too.", as_user=human)
-        head = control.push(
-            world.repo,
-            "fix-empty-names",
-            {"src/widgets.py": 'def greet(name: str) -> str:\n    return f"hello {name or 1}"\n'},
-            as_user=human,
-        )
-        pull = control.create_pull(
-            world.repo, "Handle empty names", "fix-empty-names", as_user=world.bot.login
-        )
-        review = control.review(
-            world.repo,
-            pull,
-            "CHANGES_REQUESTED",
-            as_user=human,
-            body="One thing",
-            comments=[{"path": "src/widgets.py", "line": 2, "body": "Use a default name"}],
-        )
-        run = control.check_run(
-            world.repo,
-            sha=head,
-            name="tests",
-            conclusion="failure",
-            title="1 failed",
-            summary="test_greet failed",
-            annotations=[
-                {
-                    "path": "src/widgets.py",
-                    "start_line": 2,
-                    "end_line": 2,
-                    "annotation_level": "failure",
-                    "message": "AssertionError",
-                }
-            ],
-            log="FAILED test_greet\n",
-        )
-        control.status(world.repo, "pending", as_user=human, sha=head, context="deploy")
-        yield Scene(
-            world=world,
-            reader=reader,
-            issue=issue,
-            pull=pull,
-            head=head,
-            review_id=int(review["id"]),
-            review_comment_id=int(review["threads"][0]["comment_id"]),
-            comment_id=comment_id,
-            check_run_id=int(run["id"]),
-            job_id=int(run["job_id"]),
-        )
-
-
-Request = Callable[[Scene], tuple[str, Any]]
-
-
-@dataclass(frozen=True)
-class Case:
-    """One request and the GitHub operation and status its answer must match.
-
-    ``served_as`` is the path the request takes when it is an older spelling
-    GitHub still answers but no longer documents; ``template`` is then the
-    documented operation whose answer it must match. ``who`` names the account
-    sending it (``bot``, ``human`` or ``reader``). ``documented`` is False for
-    an answer GitHub sends but does not describe: it must be GitHub's usual
-    error object.
-    """
-
-    name: str
-    method: str
-    template: str
-    status: int
-    request: Request
-    served_as: str | None = None
-    who: str = "bot"
-    documented: bool = True
-
-
-def _get(path: Callable[[Scene], str]) -> Request:
-    return lambda s: (path(s), None)
+    yield from open_scene(tmp_path_factory)
 
 
 def _merge_unknown(s: Scene) -> tuple[str, Any]:
@@ -279,28 +114,30 @@ def _review_comment(s: Scene) -> tuple[str, Any]:
 
 
 CASES = [
-    Case("authenticated_user", "GET", "/user", 200, _get(lambda s: "/user")),
-    Case("user", "GET", "/users/{username}", 200, _get(lambda s: "/users/alice")),
-    Case("rate_limit", "GET", "/rate_limit", 200, _get(lambda s: "/rate_limit")),
-    Case("repository", "GET", R, 200, _get(lambda s: s.repo)),
+    Case("authenticated_user", "GET", "/user", 200, fetch(lambda s: "/user")),
+    Case("user", "GET", "/users/{username}", 200, fetch(lambda s: "/users/alice")),
+    Case("rate_limit", "GET", "/rate_limit", 200, fetch(lambda s: "/rate_limit")),
+    Case("repository", "GET", R, 200, fetch(lambda s: s.repo)),
     Case(
         "permission",
         "GET",
         R + "/collaborators/{username}/permission",
         200,
-        _get(lambda s: f"{s.repo}/collaborators/alice/permission"),
+        fetch(lambda s: f"{s.repo}/collaborators/alice/permission"),
     ),
-    Case("branches", "GET", R + "/branches", 200, _get(lambda s: f"{s.repo}/branches")),
+    Case("branches", "GET", R + "/branches", 200, fetch(lambda s: f"{s.repo}/branches")),
     Case(
         "permission_without_push",
         "GET",
         R + "/collaborators/{username}/permission",
         403,
-        _get(lambda s: f"{s.repo}/collaborators/alice/permission"),
+        fetch(lambda s: f"{s.repo}/collaborators/alice/permission"),
         who="reader",
         documented=False,
     ),
-    Case("branch", "GET", R + "/branches/{branch}", 200, _get(lambda s: f"{s.repo}/branches/main")),
+    Case(
+        "branch", "GET", R + "/branches/{branch}", 200, fetch(lambda s: f"{s.repo}/branches/main")
+    ),
     Case(
         "protected_branch",
         "GET",
@@ -314,7 +151,7 @@ CASES = [
         "GET",
         R + "/branches/{branch}/protection",
         404,
-        _get(lambda s: f"{s.repo}/branches/main/protection"),
+        fetch(lambda s: f"{s.repo}/branches/main/protection"),
         who="human",
     ),
     Case(
@@ -324,45 +161,45 @@ CASES = [
         404,
         _protection,
     ),
-    Case("ref", "GET", R + "/git/ref/{ref}", 200, _get(lambda s: f"{s.repo}/git/ref/heads/main")),
+    Case("ref", "GET", R + "/git/ref/{ref}", 200, fetch(lambda s: f"{s.repo}/git/ref/heads/main")),
     Case(
         "matching_refs",
         "GET",
         R + "/git/matching-refs/{ref}",
         200,
-        _get(lambda s: f"{s.repo}/git/matching-refs/heads/"),
+        fetch(lambda s: f"{s.repo}/git/matching-refs/heads/"),
     ),
     Case("create_ref", "POST", R + "/git/refs", 201, _new_ref),
     Case("update_ref", "PATCH", R + "/git/refs/{ref}", 200, _update_ref),
     Case("delete_ref", "DELETE", R + "/git/refs/{ref}", 204, _delete_ref),
-    Case("commit", "GET", R + "/commits/{ref}", 200, _get(lambda s: f"{s.repo}/commits/{s.head}")),
+    Case("commit", "GET", R + "/commits/{ref}", 200, fetch(lambda s: f"{s.repo}/commits/{s.head}")),
     Case(
         "check_runs",
         "GET",
         R + "/commits/{ref}/check-runs",
         200,
-        _get(lambda s: f"{s.repo}/commits/{s.head}/check-runs"),
+        fetch(lambda s: f"{s.repo}/commits/{s.head}/check-runs"),
     ),
     Case(
         "combined_status",
         "GET",
         R + "/commits/{ref}/status",
         200,
-        _get(lambda s: f"{s.repo}/commits/{s.head}/status"),
+        fetch(lambda s: f"{s.repo}/commits/{s.head}/status"),
     ),
     Case(
         "statuses",
         "GET",
         R + "/commits/{ref}/statuses",
         200,
-        _get(lambda s: f"{s.repo}/commits/{s.head}/statuses"),
+        fetch(lambda s: f"{s.repo}/commits/{s.head}/statuses"),
     ),
     Case(
         "statuses_older_spelling",
         "GET",
         R + "/commits/{ref}/statuses",
         200,
-        _get(lambda s: f"{s.repo}/statuses/{s.head}"),
+        fetch(lambda s: f"{s.repo}/statuses/{s.head}"),
         served_as=R + "/statuses/{sha}",
     ),
     Case(
@@ -377,30 +214,30 @@ CASES = [
         "GET",
         R + "/check-runs/{check_run_id}",
         200,
-        _get(lambda s: f"{s.repo}/check-runs/{s.check_run_id}"),
+        fetch(lambda s: f"{s.repo}/check-runs/{s.check_run_id}"),
     ),
     Case(
         "annotations",
         "GET",
         R + "/check-runs/{check_run_id}/annotations",
         200,
-        _get(lambda s: f"{s.repo}/check-runs/{s.check_run_id}/annotations"),
+        fetch(lambda s: f"{s.repo}/check-runs/{s.check_run_id}/annotations"),
     ),
     Case(
         "job",
         "GET",
         R + "/actions/jobs/{job_id}",
         200,
-        _get(lambda s: f"{s.repo}/actions/jobs/{s.job_id}"),
+        fetch(lambda s: f"{s.repo}/actions/jobs/{s.job_id}"),
     ),
     Case(
         "job_logs",
         "GET",
         R + "/actions/jobs/{job_id}/logs",
         302,
-        _get(lambda s: f"{s.repo}/actions/jobs/{s.job_id}/logs"),
+        fetch(lambda s: f"{s.repo}/actions/jobs/{s.job_id}/logs"),
     ),
-    Case("issues", "GET", R + "/issues", 200, _get(lambda s: f"{s.repo}/issues?state=all")),
+    Case("issues", "GET", R + "/issues", 200, fetch(lambda s: f"{s.repo}/issues?state=all")),
     Case(
         "create_issue",
         "POST",
@@ -420,14 +257,14 @@ CASES = [
         "GET",
         R + "/issues/comments",
         200,
-        _get(lambda s: f"{s.repo}/issues/comments"),
+        fetch(lambda s: f"{s.repo}/issues/comments"),
     ),
     Case(
         "comment",
         "GET",
         R + "/issues/comments/{comment_id}",
         200,
-        _get(lambda s: f"{s.repo}/issues/comments/{s.comment_id}"),
+        fetch(lambda s: f"{s.repo}/issues/comments/{s.comment_id}"),
     ),
     Case(
         "update_comment",
@@ -448,21 +285,21 @@ CASES = [
         "GET",
         R + "/issues/{issue_number}",
         200,
-        _get(lambda s: f"{s.repo}/issues/{s.issue}"),
+        fetch(lambda s: f"{s.repo}/issues/{s.issue}"),
     ),
     Case(
         "issue_of_a_pull",
         "GET",
         R + "/issues/{issue_number}",
         200,
-        _get(lambda s: f"{s.repo}/issues/{s.pull}"),
+        fetch(lambda s: f"{s.repo}/issues/{s.pull}"),
     ),
     Case(
         "missing_issue",
         "GET",
         R + "/issues/{issue_number}",
         404,
-        _get(lambda s: f"{s.repo}/issues/999999"),
+        fetch(lambda s: f"{s.repo}/issues/999999"),
     ),
     Case(
         "update_issue",
@@ -476,7 +313,7 @@ CASES = [
         "GET",
         R + "/issues/{issue_number}/labels",
         200,
-        _get(lambda s: f"{s.repo}/issues/{s.issue}/labels"),
+        fetch(lambda s: f"{s.repo}/issues/{s.issue}/labels"),
     ),
     Case(
         "add_labels",
@@ -521,7 +358,7 @@ CASES = [
         "GET",
         R + "/issues/{issue_number}/comments",
         200,
-        _get(lambda s: f"{s.repo}/issues/{s.issue}/comments"),
+        fetch(lambda s: f"{s.repo}/issues/{s.issue}/comments"),
     ),
     Case(
         "create_comment",
@@ -535,9 +372,9 @@ CASES = [
         "GET",
         R + "/issues/{issue_number}/events",
         200,
-        _get(lambda s: f"{s.repo}/issues/{s.issue}/events"),
+        fetch(lambda s: f"{s.repo}/issues/{s.issue}/events"),
     ),
-    Case("labels", "GET", R + "/labels", 200, _get(lambda s: f"{s.repo}/labels")),
+    Case("labels", "GET", R + "/labels", 200, fetch(lambda s: f"{s.repo}/labels")),
     Case(
         "create_label",
         "POST",
@@ -545,19 +382,19 @@ CASES = [
         201,
         lambda s: (f"{s.repo}/labels", {"name": f"l-{secrets.token_hex(3)}", "color": "00ff00"}),
     ),
-    Case("label", "GET", R + "/labels/{name}", 200, _get(lambda s: f"{s.repo}/labels/bug")),
+    Case("label", "GET", R + "/labels/{name}", 200, fetch(lambda s: f"{s.repo}/labels/bug")),
     Case("delete_label", "DELETE", R + "/labels/{name}", 204, _delete_label),
-    Case("pulls", "GET", R + "/pulls", 200, _get(lambda s: f"{s.repo}/pulls?state=all")),
+    Case("pulls", "GET", R + "/pulls", 200, fetch(lambda s: f"{s.repo}/pulls?state=all")),
     Case("create_pull", "POST", R + "/pulls", 201, _new_pull),
     Case(
         "review_comment",
         "GET",
         R + "/pulls/comments/{comment_id}",
         200,
-        _get(lambda s: f"{s.repo}/pulls/comments/{s.review_comment_id}"),
+        fetch(lambda s: f"{s.repo}/pulls/comments/{s.review_comment_id}"),
     ),
     Case(
-        "pull", "GET", R + "/pulls/{pull_number}", 200, _get(lambda s: f"{s.repo}/pulls/{s.pull}")
+        "pull", "GET", R + "/pulls/{pull_number}", 200, fetch(lambda s: f"{s.repo}/pulls/{s.pull}")
     ),
     Case(
         "update_pull",
@@ -588,21 +425,21 @@ CASES = [
         "GET",
         R + "/pulls/{pull_number}/merge",
         404,
-        _get(lambda s: f"{s.repo}/pulls/{s.pull}/merge"),
+        fetch(lambda s: f"{s.repo}/pulls/{s.pull}/merge"),
     ),
     Case(
         "pull_commits",
         "GET",
         R + "/pulls/{pull_number}/commits",
         200,
-        _get(lambda s: f"{s.repo}/pulls/{s.pull}/commits"),
+        fetch(lambda s: f"{s.repo}/pulls/{s.pull}/commits"),
     ),
     Case(
         "reviews",
         "GET",
         R + "/pulls/{pull_number}/reviews",
         200,
-        _get(lambda s: f"{s.repo}/pulls/{s.pull}/reviews"),
+        fetch(lambda s: f"{s.repo}/pulls/{s.pull}/reviews"),
     ),
     Case(
         "create_review",
@@ -616,14 +453,14 @@ CASES = [
         "GET",
         R + "/pulls/{pull_number}/reviews/{review_id}",
         200,
-        _get(lambda s: f"{s.repo}/pulls/{s.pull}/reviews/{s.review_id}"),
+        fetch(lambda s: f"{s.repo}/pulls/{s.pull}/reviews/{s.review_id}"),
     ),
     Case(
         "review_comments",
         "GET",
         R + "/pulls/{pull_number}/comments",
         200,
-        _get(lambda s: f"{s.repo}/pulls/{s.pull}/comments"),
+        fetch(lambda s: f"{s.repo}/pulls/{s.pull}/comments"),
     ),
     Case(
         "create_review_comment", "POST", R + "/pulls/{pull_number}/comments", 201, _review_comment
@@ -657,7 +494,7 @@ CASES = [
         "GET",
         R + "/pulls/{pull_number}/requested_reviewers",
         200,
-        _get(lambda s: f"{s.repo}/pulls/{s.pull}/requested_reviewers"),
+        fetch(lambda s: f"{s.repo}/pulls/{s.pull}/requested_reviewers"),
     ),
     Case(
         "request_reviewers",
@@ -680,30 +517,13 @@ CASES = [
         200,
         lambda s: (f"{s.repo}/pulls/{s.pull}/requested_reviewers", {"reviewers": ["alice"]}),
     ),
+    *MERGING_CASES,
 ]
-
-
-def _send(scene: Scene, case: Case) -> tuple[int, Any]:
-    path, body = case.request(scene)
-    account = {"bot": scene.world.bot, "human": scene.world.human, "reader": scene.reader}
-    response = httpx.request(
-        case.method,
-        f"{scene.world.url}{path}",
-        json=body,
-        headers={
-            "Authorization": f"token {account[case.who].token}",
-            "Accept": "application/vnd.github+json",
-        },
-        follow_redirects=False,
-        timeout=30,
-    )
-    text = response.content.strip()
-    return response.status_code, json.loads(text) if text else None
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_answer_matches_githubs_description(scene: Scene, case: Case) -> None:
-    status, body = _send(scene, case)
+    status, body = send(scene, case)
 
     assert status == case.status, f"expected {case.status}, got {status}: {body}"
     if case.documented:
