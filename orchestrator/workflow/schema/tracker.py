@@ -25,8 +25,8 @@ class TrackerSettings:
     kind: TrackerKind = field(
         default=TrackerKind.GITHUB,
         metadata=meta(
-            doc="Issue tracker: `github`, `linear` (issues in Linear, code and pull requests "
-            "on GitHub in `tracker.repo`), or `memory` (in-process, for tests)."
+            doc="Issue tracker: `github`, or `linear` (issues in Linear, code and pull requests "
+            "on GitHub in `tracker.repo`)."
         ),
     )
     repo: str | None = field(
@@ -89,7 +89,7 @@ class TrackerSettings:
         default="$GITHUB_TOKEN",
         metadata=meta(
             doc="The GitHub token, normally a `$VAR` reference. Never printed, never logged, "
-            "never given to the agent. Ignored for kind `memory` and for `auth: app`.",
+            "never given to the agent. Ignored for `auth: app`.",
             secret=True,
         ),
     )
