@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                 "SCALE_TOKEN": world.bot.token,
             }
             policy = write_policy(tmp, INTERVAL_MS)
-            daemon = Daemon(policy, serve_web=False, harden=False, env=env)
+            daemon = Daemon(policy, port=0, env=env)
             daemon.start()
             try:
                 daemon.run_scheduler()

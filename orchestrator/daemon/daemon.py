@@ -29,11 +29,10 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from orchestrator.agent import SettingsError
 from orchestrator.daemon.background import BackgroundJobs
 from orchestrator.daemon.dashboard import DashboardError, WebHandle, start_dashboard
-from orchestrator.daemon.descriptors import DescriptorLimit, current_limit, raise_limit
-from orchestrator.daemon.hardening import forbid_inspection
 from orchestrator.daemon.jobs import Jobs, start_scheduler
 from orchestrator.daemon.live_status import live_status
 from orchestrator.daemon.poller import Poller
+from orchestrator.daemon.process import ProcessSetup, shared_process
 from orchestrator.daemon.recovery import RecoveryReport
 from orchestrator.daemon.signals import Signals
 from orchestrator.daemon.startup import (
@@ -100,7 +99,12 @@ def default_replica_id() -> str:
 
 
 class Daemon:
-    """The orchestrator daemon; also the web layer's ``DaemonControl``."""
+    """The orchestrator daemon; also the web layer's ``DaemonControl``.
+
+    ``process`` says how the process it runs in was set up (:mod:`orchestrator.daemon.process`):
+    ``orchestrator run`` passes :func:`~orchestrator.daemon.process.own_process`'s answer;
+    a daemon embedded in another program shares that program's process as it is.
+    """
 
     def __init__(
         self,
@@ -108,26 +112,23 @@ class Daemon:
         *,
         db_url: str | None = None,
         port: int | None = None,
-        serve_web: bool = True,
         grace_s: float | None = None,
         replica_id: str | None = None,
         lease_s: float = DEFAULT_LEASE_S,
         env: Mapping[str, str] | None = None,
-        harden: bool = True,
         github_retry: RetryPolicy | None = None,
         clock: Callable[[], datetime] = _utc_now,
-        freeze_heap: bool = False,
+        process: ProcessSetup | None = None,
     ) -> None:
         self.policy_path = Path(policy_path)
-        self._db_flag, self._port, self._serve_web = db_url, port, serve_web
-        self._github_retry, self._env, self._harden = github_retry, env, harden
-        self._freeze_heap = freeze_heap
+        self._db_flag, self._port, self._env = db_url, port, env
+        self._github_retry = github_retry
+        self.process = process or shared_process()
         # None: the policy's agent.shutdown_grace_ms, read when the stop begins.
         self._grace_flag = grace_s
         self.replica_id = replica_id or default_replica_id()
         self.lease_s = lease_s
         self.clock = clock
-        self.descriptors: DescriptorLimit = current_limit()
         self.notifier = SystemdNotifier()
         self.db_health = DatabaseHealth()
         self.accounting = Accounting()
@@ -190,10 +191,7 @@ class Daemon:
         """Everything before the first tick; raises :class:`DaemonError` with the reason."""
         # Every line of this process names its replica, the web server's and scheduler's too.
         bind_process(replica=self.replica_id)
-        hardened = forbid_inspection() if self._harden else False
-        # The daemon's own process takes every descriptor it may have (see descriptors.py).
-        self.descriptors = raise_limit() if self._harden else current_limit()
-        log_descriptors(self.descriptors)
+        log_descriptors(self.process.descriptors)
         loaded = load_policy(self.policy_path, self._env)
         self._store, db_url = open_database(self._db_flag, loaded, self.policy_path)
         self.db = self._store.db
@@ -216,7 +214,7 @@ class Daemon:
             unit.finished_claims = self.db.claims.finished_count(unit.repo)
         self._bind()
         self.cluster.join()
-        log_started(self, released=released, hardened=hardened, warmed=warmed)
+        log_started(self, released=released, hardened=self.process.hardened, warmed=warmed)
 
     def _make_parts(self, loaded: LoadedPolicy, db_url: str) -> None:
         identity = Identity(
@@ -242,7 +240,7 @@ class Daemon:
                 ready=self._ready,
                 notifier=self.notifier,
             ),
-            freeze_heap=self._freeze_heap,
+            freeze_heap=self.process.freeze_heap,
         )
         self._parts = parts
         self.cluster, self.feeds, self.records = parts.cluster, parts.feeds, parts.records
@@ -302,21 +300,20 @@ class Daemon:
     # ============================================================ scheduling
 
     def run_scheduler(self) -> None:
-        """Start the scheduler's jobs and the web server, then report READY."""
+        """Start the web server and the scheduler's jobs, then report READY."""
         interval = self.view.interval_s
         heartbeat = self.jobs.heartbeat_s()
-        if self._serve_web:
-            try:
-                self._web = start_dashboard(
-                    self.view,
-                    port=self._port,
-                    db=self.db,
-                    descriptors=self.descriptors,
-                    status=self.status,
-                    control=self,
-                )
-            except DashboardError as error:
-                raise DaemonError(str(error)) from None
+        try:
+            self._web = start_dashboard(
+                self.view,
+                port=self._port,
+                db=self.db,
+                descriptors=self.process.descriptors,
+                status=self.status,
+                control=self,
+            )
+        except DashboardError as error:
+            raise DaemonError(str(error)) from None
         jobs = self.jobs
         self._scheduler = scheduler = start_scheduler(
             Jobs(

@@ -163,8 +163,8 @@ class Flow:
         daemon = Daemon(
             self.policy_path,
             db_url=self.db_url,
-            serve_web=False,
-            harden=False,
+            # A free port: a test that runs the scheduler serves the dashboard there.
+            port=0,
             env=self.env,
             github_retry=FAST_RETRY,
             **options,

@@ -564,8 +564,6 @@ def oracle_world(tmp: Path) -> Iterator[OracleWorld]:
         policy.write_text(f"---\n{json.dumps(document, indent=2)}\n---\n", encoding="utf-8")
         daemon = Daemon(
             policy,
-            serve_web=False,
-            harden=False,
             env={"ORACLE_ENDPOINT": sim.url, "ORACLE_TOKEN": sim.bot.token},
             github_retry=FAST_RETRY,
         )

@@ -44,8 +44,6 @@ def two_replicas(flow: Flow, db_url: str) -> Iterator[tuple[Daemon, Daemon]]:
             daemon = Daemon(
                 flow.policy_path,
                 db_url=db_url,
-                serve_web=False,
-                harden=False,
                 env=flow.env,
                 github_retry=FAST_RETRY,
                 replica_id=name,

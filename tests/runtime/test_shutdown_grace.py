@@ -59,7 +59,7 @@ def test_a_stop_gives_running_turns_the_policys_grace(tmp_path: Path, world: Sim
 def test_the_flag_overrides_the_policy(tmp_path: Path, world: SimWorld) -> None:
     policy = {"agent": {"shutdown_grace_ms": 120_000}}
     with flow_for(tmp_path, world, policy=policy, start=False) as flow:
-        daemon = Daemon(flow.policy_path, serve_web=False, harden=False, env=flow.env, grace_s=0.25)
+        daemon = Daemon(flow.policy_path, env=flow.env, grace_s=0.25)
         daemon.start()
         flow.daemon = daemon
         assert daemon.grace_s == 0.25
