@@ -56,7 +56,6 @@ from orchestrator.daemon.tick_requests import TickRequests
 from orchestrator.effects.switches import SwitchBoard
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.errors import RateLimited
-from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import (
     bind_context,
     bind_process,
@@ -116,13 +115,11 @@ class Daemon:
         replica_id: str | None = None,
         lease_s: float = DEFAULT_LEASE_S,
         env: Mapping[str, str] | None = None,
-        github_retry: RetryPolicy | None = None,
         clock: Callable[[], datetime] = _utc_now,
         process: ProcessSetup | None = None,
     ) -> None:
         self.policy_path = Path(policy_path)
         self._db_flag, self._port, self._env = db_url, port, env
-        self._github_retry = github_retry
         self.process = process or shared_process()
         # None: the policy's agent.shutdown_grace_ms, read when the stop begins.
         self._grace_flag = grace_s
@@ -221,7 +218,6 @@ class Daemon:
             replica_id=self.replica_id,
             lease_s=self.lease_s,
             clock=self.clock,
-            retry=self._github_retry,
             env=self._env,
             accounting=self.accounting,
             health=self.db_health,

@@ -26,7 +26,6 @@ from orchestrator.daemon.tick_requests import TickRequests
 from orchestrator.effects.switches import SwitchBoard
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.credentials import TokenProvider
-from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import get_logger, register_secret
 from orchestrator.repos.cluster import ClusterRole
 from orchestrator.repos.feed_keeper import FeedKeeper
@@ -177,7 +176,6 @@ class Identity:
     replica_id: str
     lease_s: float
     clock: Callable[[], datetime]
-    retry: RetryPolicy | None
     env: Mapping[str, str] | None
     accounting: Accounting
     health: DatabaseHealth
@@ -254,7 +252,6 @@ def assemble(
         credentials=loaded.credentials,
         claimer=claimer,
         cluster=cluster,
-        retry=identity.retry,
         db_url=db_url,
         env=identity.env,
     )

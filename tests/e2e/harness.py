@@ -20,7 +20,6 @@ from typing import Any
 
 from orchestrator.daemon.daemon import Daemon
 from orchestrator.domain.snapshot import IssueRef, StoredRecord
-from orchestrator.github.retry import RetryPolicy
 from orchestrator_sim.clock import parse_time
 from orchestrator_sim.testing import Account, SimWorld
 
@@ -29,8 +28,8 @@ OWNER_LABEL = "orchestrator"
 APPROVAL_LABEL = "state:merging"
 STOP_LABEL = "orchestrator:stop"
 REPO_STOP_LABEL = "orchestrator:stop-all"
-# Transient GitHub failures are retried once, without a noticeable wait.
-FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.05)
+# Transient GitHub failures are retried once, without a noticeable wait (tracker.retry).
+FAST_RETRY = {"max_attempts": 2, "base_delay_ms": 10, "max_delay_ms": 50}
 # Pause after a tick that did nothing (see Flow.run).
 IDLE_PAUSE_S = 0.1
 
@@ -113,7 +112,12 @@ def policy_document(
     tmp: Path, world: SimWorld, scenario: Path, mode: str, extra: dict[str, Any]
 ) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "tracker": {"repo": world.repo, "endpoint": "$E2E_ENDPOINT", "token": "$E2E_TOKEN"},
+        "tracker": {
+            "repo": world.repo,
+            "endpoint": "$E2E_ENDPOINT",
+            "token": "$E2E_TOKEN",
+            "retry": FAST_RETRY,
+        },
         "polling": {"interval_ms": 1000},
         "workspace": {"root": str(tmp / "workspaces")},
         "agent": {
@@ -166,7 +170,6 @@ class Flow:
             # A free port: a test that runs the scheduler serves the dashboard there.
             port=0,
             env=self.env,
-            github_retry=FAST_RETRY,
             **options,
         )
         daemon.start()

@@ -50,7 +50,6 @@ from orchestrator.domain.review_decisions import render_review_comment
 from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator.domain.workpad import PRRef, ReviewState, WorkpadRecord
 from orchestrator.github.prstate import PRStatePoller
-from orchestrator.github.retry import RetryPolicy
 from orchestrator.store.models import TrackedIssue
 from orchestrator.tick.cycle import TickReport
 from orchestrator_sim.control import ControlClient, ControlRequestError
@@ -63,8 +62,6 @@ APPROVAL_LABEL = "state:merging"
 STOP_LABEL = "orchestrator:stop"
 REPO_STOP_LABEL = "orchestrator:stop-all"
 BASE_BRANCH = "main"
-# Transient GitHub failures are retried once, without a noticeable wait.
-FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.05)
 # Budgets no run of the suite can spend: the emulator bills like GitHub, per hour.
 HUGE_BUDGET = 100_000_000
 
@@ -469,7 +466,13 @@ def policy_document(tmp: Path, sim: EmulatorProcess, agent_settings: Path) -> di
         shlex.quote(part) for part in (sys.executable, "-S", str(AGENT), str(agent_settings))
     )
     return {
-        "tracker": {"repo": sim.repo, "endpoint": "$ORACLE_ENDPOINT", "token": "$ORACLE_TOKEN"},
+        "tracker": {
+            "repo": sim.repo,
+            "endpoint": "$ORACLE_ENDPOINT",
+            "token": "$ORACLE_TOKEN",
+            # Transient GitHub failures are retried once, without a noticeable wait.
+            "retry": {"max_attempts": 2, "base_delay_ms": 10, "max_delay_ms": 50},
+        },
         "polling": {"interval_ms": 1000},
         "workspace": {"root": str(tmp / "workspaces")},
         "agent": {
@@ -565,7 +568,6 @@ def oracle_world(tmp: Path) -> Iterator[OracleWorld]:
         daemon = Daemon(
             policy,
             env={"ORACLE_ENDPOINT": sim.url, "ORACLE_TOKEN": sim.bot.token},
-            github_retry=FAST_RETRY,
         )
         daemon.start()
         _poll_on_githubs_clock(daemon, clock)

@@ -22,7 +22,7 @@ from orchestrator.store.fencing import Fence
 from orchestrator.tick.cycle import combined
 from orchestrator.tick.request import WHOLE
 from orchestrator_sim.testing import SimWorld
-from tests.e2e.harness import FAST_RETRY, Flow, default_scenario, flow_for
+from tests.e2e.harness import Flow, default_scenario, flow_for
 
 LEASE_S = 30.0
 
@@ -45,7 +45,6 @@ def two_replicas(flow: Flow, db_url: str) -> Iterator[tuple[Daemon, Daemon]]:
                 flow.policy_path,
                 db_url=db_url,
                 env=flow.env,
-                github_retry=FAST_RETRY,
                 replica_id=name,
                 lease_s=LEASE_S,
             )
