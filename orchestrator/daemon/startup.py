@@ -195,8 +195,8 @@ class DaemonHooks:
 
 
 @dataclass(frozen=True)
-class Assembled:
-    """The daemon's parts, made once at start-up."""
+class DaemonParts:
+    """The daemon's parts, made once at start-up; the daemon holds them as they are."""
 
     cluster: ClusterRole
     feeds: FeedKeeper
@@ -218,7 +218,7 @@ def assemble(
     requests: TickRequests,
     hooks: DaemonHooks,
     freeze_heap: bool,
-) -> Assembled:
+) -> DaemonParts:
     """The daemon's shared parts, each repository's (checked against GitHub), the poller
     and the other jobs."""
     clock, policy = identity.clock, loaded.view.policy
@@ -283,7 +283,7 @@ def assemble(
         bind=hooks.bind,
     )
     pool.on_first_event = jobs.first_event
-    return Assembled(
+    return DaemonParts(
         cluster=cluster,
         feeds=feeds,
         records=records,
@@ -299,7 +299,7 @@ def assemble(
 def log_started(daemon: Daemon, *, released: int, hardened: bool, warmed: int) -> None:
     """The line that says the daemon started, and with what."""
     recovery = daemon.recovery
-    sandbox = daemon.repo_set.agents.sandbox
+    sandbox = daemon.parts.repo_set.agents.sandbox
     log.info(
         "daemon_started",
         repos=list(daemon.repos),

@@ -22,6 +22,7 @@ from orchestrator.daemon.daemon import Daemon
 from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator_sim.clock import parse_time
 from orchestrator_sim.testing import Account, SimWorld
+from tests.support.idle import wait_idle
 
 SIM_AGENT = f"{shlex.quote(sys.executable)} -m orchestrator_sim.agent"
 OWNER_LABEL = "orchestrator"
@@ -196,7 +197,7 @@ class Flow:
         Returns whether the tick did anything (a transition, a write or a turn).
         """
         report = self.d.tick()
-        assert self.d.wait_idle(60), "an agent turn did not finish"
+        assert wait_idle(self.d, 60), "an agent turn did not finish"
         self.ticks += 1
         if report is None:
             return False
@@ -260,7 +261,7 @@ class Flow:
         return IssueRef(self.world.repo, number)
 
     def record(self, number: int) -> StoredRecord | None:
-        row = self.d.records.get(self.ref(number))
+        row = self.d.parts.records.get(self.ref(number))
         return row.record if row is not None else None
 
     def branch(self, number: int) -> str:

@@ -25,7 +25,7 @@ def test_the_policys_retries_reach_the_github_client_and_a_reload_changes_them(
 ) -> None:
     repo_path = f"/repos/{world.repo}"
     with flow_for(tmp_path, world) as flow:
-        github = flow.d.parts.github
+        github = flow.d.parts.repo_set.first.parts.github
         assert github.client.retry == RetryPolicy(
             max_attempts=FAST_RETRY["max_attempts"], base_delay_s=0.01, max_delay_s=0.05
         )
@@ -35,7 +35,7 @@ def test_the_policys_retries_reach_the_github_client_and_a_reload_changes_them(
 
         flow.edit_policy({"tracker": {"retry": {"max_attempts": 1}}})
         flow.d.tick()
-        github = flow.d.parts.github
+        github = flow.d.parts.repo_set.first.parts.github
         assert github.client.retry.max_attempts == 1
         # One attempt: the same 502 is the call's answer.
         world.control.add_fault(path=repo_path, method="GET", action="error", status=502, count=1)

@@ -42,7 +42,7 @@ def test_a_stop_gives_running_turns_the_policys_grace(tmp_path: Path, world: Sim
         flow.open_issue()
         daemon.tick()
         deadline = time.monotonic() + 30
-        while daemon.pool.busy == 0:
+        while daemon.parts.pool.busy == 0:
             assert time.monotonic() < deadline, "no turn started"
             time.sleep(0.05)
         started = time.monotonic()
