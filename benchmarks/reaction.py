@@ -54,11 +54,11 @@ class _Bench:
         self.random = random.Random(0)
 
     def _row_phase(self, number: int) -> str | None:
-        row = self.daemon.records.get(IssueRef(self.world.repo, number))
+        row = self.daemon.parts.records.get(IssueRef(self.world.repo, number))
         return row.record.phase.value if row is not None else None
 
     def _agent_started(self, number: int) -> bool:
-        row = self.daemon.records.get(IssueRef(self.world.repo, number))
+        row = self.daemon.parts.records.get(IssueRef(self.world.repo, number))
         return row is not None and bool(self.daemon.db.runs.for_issue(row.issue_id))
 
     def _pull(self, number: int) -> Any:
@@ -72,8 +72,8 @@ class _Bench:
         The human's action then lands anywhere in the polling cycle, as it does
         in real life, instead of right before a follow-up tick.
         """
-        ticks = self.daemon.poller.stats.ticks
-        _wait(lambda: self.daemon.poller.stats.ticks >= ticks + 2)
+        ticks = self.daemon.parts.poller.stats.ticks
+        _wait(lambda: self.daemon.parts.poller.stats.ticks >= ticks + 2)
         time.sleep(self.random.uniform(0, INTERVAL_MS / 1000))
 
     def label_to_agent_start(self) -> float:
@@ -92,7 +92,7 @@ class _Bench:
         human = self.world.human.login
         number = control.create_issue(repo, "Benchmark merge", as_user=human, labels=[OWNER])
         _wait(lambda: self._row_phase(number) == "waiting_for_checks")
-        row = self.daemon.records.get(IssueRef(repo, number))
+        row = self.daemon.parts.records.get(IssueRef(repo, number))
         assert row is not None and row.record.workpad.pr is not None
         pr = row.record.workpad.pr.number
         head = str(self._pull(pr).head_sha)
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                 "SCALE_TOKEN": world.bot.token,
             }
             policy = write_policy(tmp, INTERVAL_MS)
-            daemon = Daemon(policy, serve_web=False, harden=False, env=env)
+            daemon = Daemon(policy, port=0, env=env)
             daemon.start()
             try:
                 daemon.run_scheduler()

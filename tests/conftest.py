@@ -12,6 +12,7 @@ from sqlalchemy.engine import make_url
 
 from orchestrator.store import migrate
 from orchestrator.store.database import Database
+from tests.support.store_clock import CALLER_CLOCK
 
 PG_URL_ENV = "ORCHESTRATOR_TEST_PG_URL"
 
@@ -85,7 +86,7 @@ def db_url(request: pytest.FixtureRequest) -> str:
 def database(db_url: str) -> Iterator[Database]:
     """A migrated store on each backend, judging leases by the ``now`` each test passes."""
     migrate.upgrade(db_url)
-    db = Database.open(db_url, caller_clock=True)
+    db = Database.open(db_url, clock=CALLER_CLOCK)
     try:
         yield db
     finally:

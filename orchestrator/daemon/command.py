@@ -8,6 +8,7 @@ import click
 
 from orchestrator.daemon.daemon import REPLICA_ENV, Daemon, DaemonError
 from orchestrator.daemon.instance_lock import AlreadyRunning
+from orchestrator.daemon.process import own_process
 from orchestrator.repos.cluster import DEFAULT_LEASE_S
 from orchestrator.workflow.schema import DEFAULT_SHUTDOWN_GRACE_MS
 
@@ -73,7 +74,8 @@ def run(
         grace_s=grace_seconds,
         replica_id=replica_id,
         lease_s=lease_seconds,
-        freeze_heap=True,
+        # This process is the daemon's alone: it is hardened and takes every descriptor.
+        process=own_process(),
     )
     if not once:
         # A SIGTERM while the daemon starts stops it gracefully once it has started.

@@ -11,7 +11,8 @@ the claim pass and the lease reaper. A tick can be asked for at once (a turn
 finished, the refresh endpoint); requests coalesce
 (:mod:`orchestrator.daemon.tick_requests`). SIGTERM stops dispatching, lets
 running turns finish within the grace period, cancels the rest, marks their
-runs and releases the leases; SIGHUP reloads the policy now.
+runs and releases the leases (:mod:`orchestrator.daemon.stopping`); SIGHUP
+reloads the policy now.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from __future__ import annotations
 import os
 import socket
 import threading
-import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,19 +27,16 @@ from pathlib import Path
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from orchestrator.agent import SettingsError
-from orchestrator.daemon.background import BackgroundJobs
 from orchestrator.daemon.dashboard import DashboardError, WebHandle, start_dashboard
-from orchestrator.daemon.descriptors import DescriptorLimit, current_limit, raise_limit
-from orchestrator.daemon.hardening import forbid_inspection
 from orchestrator.daemon.jobs import Jobs, start_scheduler
 from orchestrator.daemon.live_status import live_status
-from orchestrator.daemon.poller import Poller
+from orchestrator.daemon.process import ProcessSetup, shared_process
 from orchestrator.daemon.recovery import RecoveryReport
 from orchestrator.daemon.signals import Signals
 from orchestrator.daemon.startup import (
-    Assembled,
     DaemonError,
     DaemonHooks,
+    DaemonParts,
     Identity,
     LoadedPolicy,
     Store,
@@ -51,31 +48,24 @@ from orchestrator.daemon.startup import (
     recover,
 )
 from orchestrator.daemon.status import RuntimeStatus
-from orchestrator.daemon.stopping import settle
+from orchestrator.daemon.stopping import CANCEL_WAIT_S, finish_turns, settle, stop_turns
 from orchestrator.daemon.systemd import SystemdNotifier
 from orchestrator.daemon.tick_requests import TickRequests
-from orchestrator.effects.switches import SwitchBoard
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.errors import RateLimited
-from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import (
     bind_context,
     bind_process,
     get_logger,
     unbind_context,
 )
-from orchestrator.repos.cluster import DEFAULT_LEASE_S, ClusterRole
+from orchestrator.repos.cluster import DEFAULT_LEASE_S
 from orchestrator.repos.discovery import DiscoveryError
-from orchestrator.repos.feed_keeper import FeedKeeper
-from orchestrator.repos.parts import AssemblyError, Parts
-from orchestrator.repos.repo_set import RepoSet
+from orchestrator.repos.parts import AssemblyError
 from orchestrator.store.database import Database
 from orchestrator.store.outage import DatabaseHealth
-from orchestrator.store.records import RecordStore
 from orchestrator.tick.cycle import TickReport
 from orchestrator.tick.request import WHOLE, CycleRequest
-from orchestrator.turns.claimer import TurnClaimer
-from orchestrator.turns.pool import WorkerPool
 from orchestrator.wiring.policy_view import PolicyView, WiringError
 from orchestrator.workflow import Policy
 
@@ -83,8 +73,6 @@ __all__ = ["REPLICA_ENV", "Daemon", "DaemonError", "default_replica_id"]
 
 log = get_logger(__name__)
 
-# Extra time for cancelled turns to end (the agent's own grace period comes on top).
-CANCEL_WAIT_S = 10.0
 # How often the main thread wakes to run the handlers of signals other threads received.
 SIGNAL_POLL_S = 0.25
 REPLICA_ENV = "ORCHESTRATOR_REPLICA_ID"
@@ -100,7 +88,12 @@ def default_replica_id() -> str:
 
 
 class Daemon:
-    """The orchestrator daemon; also the web layer's ``DaemonControl``."""
+    """The orchestrator daemon; also the web layer's ``DaemonControl``.
+
+    ``process`` says how the process it runs in was set up (:mod:`orchestrator.daemon.process`):
+    ``orchestrator run`` passes :func:`~orchestrator.daemon.process.own_process`'s answer;
+    a daemon embedded in another program shares that program's process as it is.
+    """
 
     def __init__(
         self,
@@ -108,26 +101,21 @@ class Daemon:
         *,
         db_url: str | None = None,
         port: int | None = None,
-        serve_web: bool = True,
         grace_s: float | None = None,
         replica_id: str | None = None,
         lease_s: float = DEFAULT_LEASE_S,
         env: Mapping[str, str] | None = None,
-        harden: bool = True,
-        github_retry: RetryPolicy | None = None,
         clock: Callable[[], datetime] = _utc_now,
-        freeze_heap: bool = False,
+        process: ProcessSetup | None = None,
     ) -> None:
         self.policy_path = Path(policy_path)
-        self._db_flag, self._port, self._serve_web = db_url, port, serve_web
-        self._github_retry, self._env, self._harden = github_retry, env, harden
-        self._freeze_heap = freeze_heap
+        self._db_flag, self._port, self._env = db_url, port, env
+        self.process = process or shared_process()
         # None: the policy's agent.shutdown_grace_ms, read when the stop begins.
         self._grace_flag = grace_s
         self.replica_id = replica_id or default_replica_id()
         self.lease_s = lease_s
         self.clock = clock
-        self.descriptors: DescriptorLimit = current_limit()
         self.notifier = SystemdNotifier()
         self.db_health = DatabaseHealth()
         self.accounting = Accounting()
@@ -143,16 +131,7 @@ class Daemon:
         self.recovery: RecoveryReport | None = None
         # Set by start().
         self.db: Database
-        self.records: RecordStore
-        self.feeds: FeedKeeper
-        self.switches: SwitchBoard
-        self.pool: WorkerPool
-        self.claimer: TurnClaimer
-        self.cluster: ClusterRole
-        self.repo_set: RepoSet
-        self.poller: Poller
-        self.jobs: BackgroundJobs
-        self._parts: Assembled
+        self.parts: DaemonParts
 
     # ============================================================ the parts
 
@@ -161,28 +140,23 @@ class Daemon:
         """How long running turns may finish on SIGTERM: ``--grace-seconds``, else the policy's."""
         if self._grace_flag is not None:
             return self._grace_flag
-        policy = self.view.policy if hasattr(self, "repo_set") else Policy()
+        policy = self.view.policy if hasattr(self, "parts") else Policy()
         return policy.agent.shutdown_grace_ms / 1000
 
     @property
     def leading(self) -> tuple[str, ...]:
         """The repositories this replica polls now (empty on a follower)."""
-        return self.cluster.leading if hasattr(self, "cluster") else ()
+        return self.parts.cluster.leading if hasattr(self, "parts") else ()
 
     @property
     def view(self) -> PolicyView:
         """The policy as the first repository sees it."""
-        return self.repo_set.view
-
-    @property
-    def parts(self) -> Parts:
-        """The first repository's parts (GitHub access, builder, gate, turn runner)."""
-        return self.repo_set.first.parts
+        return self.parts.repo_set.view
 
     @property
     def repos(self) -> tuple[str, ...]:
         """The repositories this daemon polls."""
-        return tuple(self.repo_set.units)
+        return tuple(self.parts.repo_set.units)
 
     # ============================================================== start-up
 
@@ -190,10 +164,7 @@ class Daemon:
         """Everything before the first tick; raises :class:`DaemonError` with the reason."""
         # Every line of this process names its replica, the web server's and scheduler's too.
         bind_process(replica=self.replica_id)
-        hardened = forbid_inspection() if self._harden else False
-        # The daemon's own process takes every descriptor it may have (see descriptors.py).
-        self.descriptors = raise_limit() if self._harden else current_limit()
-        log_descriptors(self.descriptors)
+        log_descriptors(self.process.descriptors)
         loaded = load_policy(self.policy_path, self._env)
         self._store, db_url = open_database(self._db_flag, loaded, self.policy_path)
         self.db = self._store.db
@@ -201,59 +172,56 @@ class Daemon:
         warmed = self.db.http_cache.warm()
         bind_context(replica=self.replica_id)
         try:
-            self._make_parts(loaded, db_url)
+            self.parts = self._assemble(loaded, db_url)
         except (SettingsError, WiringError, AssemblyError, DiscoveryError, RateLimited) as error:
             self._close()
             raise DaemonError(str(error)) from None
+        repo_set = self.parts.repo_set
         self.recovery, released = recover(
             self._store,
-            self.records,
-            self.parts.github,
+            self.parts.records,
+            repo_set.first.parts.github,
             clock=self.clock,
             replica_id=self.replica_id,
         )
-        for unit in self.repo_set.units.values():
+        for unit in repo_set.units.values():
             unit.finished_claims = self.db.claims.finished_count(unit.repo)
         self._bind()
-        self.cluster.join()
-        log_started(self, released=released, hardened=hardened, warmed=warmed)
+        self.parts.cluster.join()
+        log_started(self, released=released, hardened=self.process.hardened, warmed=warmed)
 
-    def _make_parts(self, loaded: LoadedPolicy, db_url: str) -> None:
+    def _assemble(self, loaded: LoadedPolicy, db_url: str) -> DaemonParts:
         identity = Identity(
             replica_id=self.replica_id,
             lease_s=self.lease_s,
             clock=self.clock,
-            retry=self._github_retry,
             env=self._env,
             accounting=self.accounting,
             health=self.db_health,
         )
-        parts = assemble(
+        hooks = DaemonHooks(
+            request_tick=self.request_tick,
+            claim_ready=self.claim_ready,
+            stopping=lambda: self._stopping,
+            bind=self._bind,
+            ready=self._ready,
+            notifier=self.notifier,
+        )
+        return assemble(
             self.db,
             loaded,
             db_url=db_url,
             identity=identity,
             requests=self.requests,
-            hooks=DaemonHooks(
-                request_tick=self.request_tick,
-                claim_ready=self.claim_ready,
-                stopping=lambda: self._stopping,
-                bind=self._bind,
-                ready=self._ready,
-                notifier=self.notifier,
-            ),
-            freeze_heap=self._freeze_heap,
+            hooks=hooks,
+            freeze_heap=self.process.freeze_heap,
         )
-        self._parts = parts
-        self.cluster, self.feeds, self.records = parts.cluster, parts.feeds, parts.records
-        self.switches, self.pool, self.claimer = parts.switches, parts.pool, parts.claimer
-        self.repo_set, self.poller, self.jobs = parts.repo_set, parts.poller, parts.jobs
 
     def _bind(self) -> None:
         """Bind this thread's log context: the replica, and the repository when there is one
         (with several, each repository's lines name their own)."""
         bind_context(replica=self.replica_id)
-        if len(self.repo_set.units) == 1:
+        if len(self.parts.repo_set.units) == 1:
             bind_context(repo=self.view.repo)
         else:
             unbind_context("repo")
@@ -274,50 +242,48 @@ class Daemon:
 
     def set_brake(self, active: bool) -> None:
         """Create or remove the local kill-switch file; a tick follows at once."""
-        self.switches.set_brake(active)
-        log.warning("brake", active=active, file=str(self.switches.kill_switch_file))
+        switches = self.parts.switches
+        switches.set_brake(active)
+        log.warning("brake", active=active, file=str(switches.kill_switch_file))
         if active:
-            self.pool.cancel_all("kill_switch")
+            self.parts.pool.cancel_all("kill_switch")
         self.request_tick()
 
     def reload_policy(self) -> None:
         """Re-read the policy at the next tick whatever the file's stat says (SIGHUP)."""
-        self.repo_set.source.request_reload()
+        self.parts.repo_set.source.request_reload()
         log.info("policy_reload_requested", path=str(self.policy_path))
         self.request_tick()
 
     def tick(self, request: CycleRequest = WHOLE) -> TickReport | None:
         """Run one tick now in the calling thread (None when it was skipped or failed)."""
-        return self.poller.tick(request)
+        return self.parts.poller.tick(request)
 
     def claim_ready(self) -> int:
         """Start queued turns in this replica's free threads; pass cancellations on."""
-        self.claimer.pass_cancellations()
+        claimer, repo_set = self.parts.claimer, self.parts.repo_set
+        claimer.pass_cancellations()
         if self._stopping:
             return 0
-        return self.claimer.claim_ready(
-            agents=self.repo_set.agents, work_for=self.repo_set.work_for
-        )
+        return claimer.claim_ready(agents=repo_set.agents, work_for=repo_set.work_for)
 
     # ============================================================ scheduling
 
     def run_scheduler(self) -> None:
-        """Start the scheduler's jobs and the web server, then report READY."""
-        interval = self.view.interval_s
-        heartbeat = self.jobs.heartbeat_s()
-        if self._serve_web:
-            try:
-                self._web = start_dashboard(
-                    self.view,
-                    port=self._port,
-                    db=self.db,
-                    descriptors=self.descriptors,
-                    status=self.status,
-                    control=self,
-                )
-            except DashboardError as error:
-                raise DaemonError(str(error)) from None
-        jobs = self.jobs
+        """Start the web server and the scheduler's jobs, then report READY."""
+        interval, jobs = self.view.interval_s, self.parts.jobs
+        heartbeat = jobs.heartbeat_s()
+        try:
+            self._web = start_dashboard(
+                self.view,
+                port=self._port,
+                db=self.db,
+                descriptors=self.process.descriptors,
+                status=self.status,
+                control=self,
+            )
+        except DashboardError as error:
+            raise DaemonError(str(error)) from None
         self._scheduler = scheduler = start_scheduler(
             Jobs(
                 poll=self._poll_job,
@@ -328,10 +294,10 @@ class Daemon:
                 heartbeat_s=heartbeat,
             )
         )
-        self.repo_set.on_interval = lambda seconds: scheduler.reschedule_job(
+        self.parts.repo_set.on_interval = lambda seconds: scheduler.reschedule_job(
             "poll", trigger="interval", seconds=seconds
         )
-        self.notifier.ready(f"polling {', '.join(self.repo_set.units)} every {interval:g} s")
+        self.notifier.ready(f"polling {', '.join(self.repos)} every {interval:g} s")
         # systemd hears READY=1 before the first WATCHDOG=1.
         self._ready.set()
         log.info("daemon_ready", interval_s=interval, heartbeat_s=heartbeat)
@@ -339,7 +305,7 @@ class Daemon:
     def _poll_job(self) -> None:
         # Scheduler threads do not inherit the main thread's context variables.
         self._bind()
-        self.poller.poll_job(self._stop)
+        self.parts.poller.poll_job(self._stop)
 
     # =============================================================== running
 
@@ -366,9 +332,7 @@ class Daemon:
         """One tick, then wait for the turns it started, then stop (cron-style use)."""
         self.tick()
         limit = self.view.policy.agent.turn_timeout_ms / 1000 + CANCEL_WAIT_S
-        if not self.pool.wait_idle(limit):
-            self.pool.cancel_all("shutdown")
-            self.pool.wait_idle(CANCEL_WAIT_S)
+        finish_turns(self.parts.pool, limit, cancel_wait_s=CANCEL_WAIT_S)
         self.shutdown(grace_s=0)
         return 0
 
@@ -380,27 +344,16 @@ class Daemon:
     def shutdown(self, grace_s: float | None = None) -> None:
         """Stop dispatching, let turns finish within the grace period, cancel the rest, clean up."""
         grace = self.grace_s if grace_s is None else grace_s
-        self.notifier.stopping()
-        log.info("daemon_stopping", grace_s=grace, running=self.pool.busy)
         self._stopping = True
         self._stop.set()
-        self.pool.stop_accepting()
         scheduler, self._scheduler = self._scheduler, None
-        if scheduler is not None:
-            scheduler.shutdown(wait=True)
-        if not self.pool.wait_idle(grace):
-            cancelled = self.pool.cancel_all("shutdown")
-            log.warning("turns_cancelled", count=cancelled)
-            self.pool.wait_idle(
-                self.repo_set.agents.settings.grace_period_ms / 1000 + CANCEL_WAIT_S
-            )
-        self.pool.shutdown()
+        stop_turns(self.parts, grace_s=grace, scheduler=scheduler, notifier=self.notifier)
         interrupted, released = settle(
-            self._parts, self.db, self.db_health, replica_id=self.replica_id
+            self.parts, self.db, self.db_health, replica_id=self.replica_id
         )
-        if self._web is not None:
-            self._web.stop()
-            self._web = None
+        web, self._web = self._web, None
+        if web is not None:
+            web.stop()
         log.info("daemon_stopped", interrupted_runs=interrupted, leases_released=released)
         self._close()
 
@@ -419,18 +372,3 @@ class Daemon:
     def status(self) -> RuntimeStatus:
         """The daemon's live state (a fresh frozen value each call)."""
         return live_status(self)
-
-    def wait_idle(self, timeout_s: float) -> bool:
-        """Wait until no agent turn runs (``--once`` and tests drive ticks this way).
-
-        While it waits, the claims and the lease are renewed at the heartbeat's pace,
-        as the scheduler would: a turn longer than the lease keeps its claim.
-        """
-        deadline = time.monotonic() + timeout_s
-        while True:
-            remaining = deadline - time.monotonic()
-            if self.pool.wait_idle(max(0.0, min(remaining, self.jobs.heartbeat_s()))):
-                return True
-            if remaining <= 0:
-                return False
-            self.jobs.guarded("heartbeat", self.jobs.beat)

@@ -15,13 +15,14 @@ if TYPE_CHECKING:
 
 def live_status(daemon: Daemon) -> RuntimeStatus:
     """The daemon's live state (a fresh frozen value each call)."""
-    repos, stats = daemon.repo_set, daemon.poller.stats
+    parts = daemon.parts
+    repos, stats = parts.repo_set, parts.poller.stats
     failure = repos.source.last_error
     budgets = tuple(
         BudgetStatus(resource, budget.remaining, budget.limit, budget.reset_at)
         for resource, budget in sorted(daemon.accounting.budgets.items())
     )
-    fence = daemon.cluster.fence
+    fence = parts.cluster.fence
     return RuntimeStatus(
         as_of=daemon.clock(),
         replica_id=daemon.replica_id,
@@ -30,13 +31,13 @@ def live_status(daemon: Daemon) -> RuntimeStatus:
         policy_path=str(daemon.policy_path),
         repos=daemon.repos,
         policy_error="\n".join(failure.messages) if failure is not None else None,
-        brake_active=daemon.switches.local_file_active(),
-        stopped_repos=daemon.switches.stopped_repos(),
+        brake_active=parts.switches.local_file_active(),
+        stopped_repos=parts.switches.stopped_repos(),
         last_tick_at=stats.last_tick_at,
         last_tick_duration_s=stats.last_tick_duration_s,
         ticks=stats.ticks,
         last_tick_error=stats.last_tick_error,
-        running=daemon.pool.turns(),
+        running=parts.pool.turns(),
         budgets=budgets,
         rate_limited_until=stats.rate_limited_until,
         github_units_spent=daemon.accounting.total_units(),
@@ -52,12 +53,13 @@ def live_status(daemon: Daemon) -> RuntimeStatus:
 
 
 def _polling_status(daemon: Daemon) -> PollingStatus | None:
-    units = daemon.repo_set.units
+    repo_set = daemon.parts.repo_set
+    units = repo_set.units
     builders = [units[r].parts.builder for r in daemon.leading if r in units]
     if not builders:
         return None
-    interval = daemon.repo_set.view.interval_s
-    stats = daemon.poller.stats
+    interval = repo_set.view.interval_s
+    stats = daemon.parts.poller.stats
     return PollingStatus(
         interval_s=interval,
         issues=stats.last_tick_issues,

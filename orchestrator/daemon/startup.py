@@ -26,7 +26,6 @@ from orchestrator.daemon.tick_requests import TickRequests
 from orchestrator.effects.switches import SwitchBoard
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.credentials import TokenProvider
-from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import get_logger, register_secret
 from orchestrator.repos.cluster import ClusterRole
 from orchestrator.repos.feed_keeper import FeedKeeper
@@ -177,7 +176,6 @@ class Identity:
     replica_id: str
     lease_s: float
     clock: Callable[[], datetime]
-    retry: RetryPolicy | None
     env: Mapping[str, str] | None
     accounting: Accounting
     health: DatabaseHealth
@@ -197,8 +195,8 @@ class DaemonHooks:
 
 
 @dataclass(frozen=True)
-class Assembled:
-    """The daemon's parts, made once at start-up."""
+class DaemonParts:
+    """The daemon's parts, made once at start-up; the daemon holds them as they are."""
 
     cluster: ClusterRole
     feeds: FeedKeeper
@@ -220,7 +218,7 @@ def assemble(
     requests: TickRequests,
     hooks: DaemonHooks,
     freeze_heap: bool,
-) -> Assembled:
+) -> DaemonParts:
     """The daemon's shared parts, each repository's (checked against GitHub), the poller
     and the other jobs."""
     clock, policy = identity.clock, loaded.view.policy
@@ -254,7 +252,6 @@ def assemble(
         credentials=loaded.credentials,
         claimer=claimer,
         cluster=cluster,
-        retry=identity.retry,
         db_url=db_url,
         env=identity.env,
     )
@@ -286,7 +283,7 @@ def assemble(
         bind=hooks.bind,
     )
     pool.on_first_event = jobs.first_event
-    return Assembled(
+    return DaemonParts(
         cluster=cluster,
         feeds=feeds,
         records=records,
@@ -302,7 +299,7 @@ def assemble(
 def log_started(daemon: Daemon, *, released: int, hardened: bool, warmed: int) -> None:
     """The line that says the daemon started, and with what."""
     recovery = daemon.recovery
-    sandbox = daemon.repo_set.agents.sandbox
+    sandbox = daemon.parts.repo_set.agents.sandbox
     log.info(
         "daemon_started",
         repos=list(daemon.repos),

@@ -268,7 +268,7 @@ def _gateway(workflow: str | None) -> Any:
     from orchestrator.github.client import GitHubClient
     from orchestrator.github.gateway import GitHubGateway
     from orchestrator.wiring.credentials import policy_credentials
-    from orchestrator.wiring.policy_view import WiringError
+    from orchestrator.wiring.policy_view import WiringError, github_retry
     from orchestrator.workflow import PolicyError, load_workflow
     from orchestrator.workflow.flow import github_endpoint
 
@@ -282,7 +282,9 @@ def _gateway(workflow: str | None) -> Any:
     except WiringError as exc:
         raise click.ClickException(f"{path}: {exc}") from exc
     # With kind linear the pull requests are still GitHub's: tracker.github_endpoint.
-    return GitHubGateway(GitHubClient(github_endpoint(policy), credentials))
+    return GitHubGateway(
+        GitHubClient(github_endpoint(policy), credentials, retry=github_retry(policy))
+    )
 
 
 @pr.command("checks")

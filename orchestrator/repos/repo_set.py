@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from orchestrator.agent import RepoSource, SettingsError
 from orchestrator.github.credentials import TokenProvider
 from orchestrator.github.errors import RateLimited
-from orchestrator.github.retry import RetryPolicy
 from orchestrator.logs import get_logger
 from orchestrator.repos.cluster import ClusterRole
 from orchestrator.repos.discovery import DiscoveryError, opted_in, tracked_repos
@@ -39,7 +38,7 @@ from orchestrator.wiring.access import tracker_settings
 from orchestrator.wiring.agents import AgentWiring, agent_wiring_key, build_agent_wiring
 from orchestrator.wiring.containment import log_sandbox
 from orchestrator.wiring.credentials import agent_secrets, credential_key, policy_credentials
-from orchestrator.wiring.policy_view import PolicyView, WiringError, first_view
+from orchestrator.wiring.policy_view import PolicyView, WiringError, first_view, github_retry
 from orchestrator.workflow import PolicySource, Workflow
 from orchestrator.workflow.flow import github_endpoint
 from orchestrator.workflow.source import ReloadOutcome
@@ -78,7 +77,6 @@ class RepoSet:
         credentials: TokenProvider,
         claimer: TurnClaimer,
         cluster: ClusterRole,
-        retry: RetryPolicy | None,
         db_url: str,
         env: Mapping[str, str] | None,
     ) -> None:
@@ -86,7 +84,6 @@ class RepoSet:
         self.shared = shared
         self.claimer = claimer
         self.cluster = cluster
-        self._retry = retry
         self._db_url = db_url
         self._env = env
         self.view = view
@@ -186,7 +183,8 @@ class RepoSet:
 
     def _apply_units(self, view: PolicyView) -> None:
         """Poll the repositories ``view``'s policy names now: keep the parts of those whose
-        GitHub access is unchanged, make those of the others, let go of the rest.
+        GitHub access (endpoint, credential, tracker settings, retries) is unchanged, make
+        those of the others, let go of the rest.
 
         A repository whose parts cannot be made (preflight refused it) is left out
         with an error line and tried again at the next reload or discovery; one
@@ -201,12 +199,17 @@ class RepoSet:
             repos = tracked_repos(view, self._discovered) or tuple(self.units)
         policy = view.policy
         endpoint, key = github_endpoint(policy), credential_key(policy)
+        retry = github_retry(policy)
         units: dict[str, Unit] = {}
         for repo in repos:
             repo_view = view.of_repo(repo)
             unit = self.units.get(repo)
             tracker = tracker_settings(policy, repo_view.flow, repo)
-            if unit is not None and unit.parts.github.same_as(endpoint, key, tracker):
+            if (
+                unit is not None
+                and unit.parts.github.same_as(endpoint, key, tracker)
+                and unit.parts.github.retry == retry
+            ):
                 unit.view = repo_view
                 units[repo] = unit
                 continue
@@ -245,7 +248,7 @@ class RepoSet:
             agents=lambda: self.agents,
             repo_source=lambda: self.repo_source(repo),
             claimer=self.claimer,
-            retry=self._retry,
+            retry=github_retry(view.policy),
         )
 
     def _find_repos(self, view: PolicyView) -> tuple[str, ...]:
@@ -254,7 +257,7 @@ class RepoSet:
         label = view.policy.tracker.repo_opt_in_label
         if label:
             access = github_access(
-                self.shared, view, credentials=self.credentials, retry=self._retry
+                self.shared, view, credentials=self.credentials, retry=github_retry(view.policy)
             )
             self._discovered = opted_in(access, label)
             self._discovered_at = time.monotonic()

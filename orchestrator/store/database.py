@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from orchestrator.store.claims import ClaimStore
 from orchestrator.store.engine import describe_url, is_sqlite, make_engine
 from orchestrator.store.feeds import FeedStore
-from orchestrator.store.fencing import CALLER_CLOCK
+from orchestrator.store.fencing import DATABASE_CLOCK, STORE_CLOCK, StoreClock
 from orchestrator.store.http_cache import HttpCache
 from orchestrator.store.issues import IssueStore
 from orchestrator.store.leases import LeaseStore
@@ -54,14 +54,14 @@ class Database:
         url: str,
         *,
         migrate: bool = True,
-        caller_clock: bool = False,
+        clock: StoreClock = DATABASE_CLOCK,
         upgrade_command: str | None = None,
     ) -> Database:
         """Connect; with ``migrate``, upgrade SQLite or refuse a PostgreSQL schema behind.
 
-        Leases and claims are judged on the database's clock on PostgreSQL;
-        ``caller_clock`` uses the ``now`` each call passes instead (tests that
-        play with time). ``upgrade_command`` is what a refusal tells to run.
+        ``clock`` judges leases, claims, presence and runs: the database's own on
+        PostgreSQL, the daemon's on SQLite (:class:`~orchestrator.store.fencing.DatabaseClock`).
+        ``upgrade_command`` is what a refusal tells to run.
         """
         engine = make_engine(url)
         if migrate:
@@ -70,9 +70,7 @@ class Database:
             except BaseException:
                 engine.dispose()
                 raise
-        sessions = sessionmaker(
-            engine, expire_on_commit=False, info={CALLER_CLOCK: True} if caller_clock else {}
-        )
+        sessions = sessionmaker(engine, expire_on_commit=False, info={STORE_CLOCK: clock})
         return cls(url=url, engine=engine, sessions=sessions)
 
     @property

@@ -17,24 +17,45 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
+from typing import Protocol
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from orchestrator.store.models import Lease, TurnClaim
 
-# A session flag: judge leases by the ``now`` the caller passes (tests that play with time).
-CALLER_CLOCK = "caller_clock"
+# Where a database's session factory keeps the clock its sessions judge leases by.
+STORE_CLOCK = "store_clock"
+
+
+class StoreClock(Protocol):
+    """The time leases, claims, presence and runs are judged by, read in the caller's
+    transaction; ``caller_now`` is the time the caller passed (its own clock's)."""
+
+    def now(self, session: Session, caller_now: datetime) -> datetime: ...
+
+
+class DatabaseClock:
+    """PostgreSQL's ``clock_timestamp()``, the same for every replica; on SQLite, where one
+    daemon owns the file, that daemon's clock (the time the caller passed)."""
+
+    def now(self, session: Session, caller_now: datetime) -> datetime:
+        if session.get_bind().dialect.name != "postgresql":
+            return caller_now
+        value = session.scalar(select(func.clock_timestamp()))
+        if not isinstance(value, datetime):
+            return caller_now
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+DATABASE_CLOCK = DatabaseClock()
 
 
 def database_now(session: Session, fallback: datetime) -> datetime:
-    """The database's clock on PostgreSQL; ``fallback`` (the daemon's) on SQLite."""
-    if session.info.get(CALLER_CLOCK) or session.get_bind().dialect.name != "postgresql":
-        return fallback
-    value = session.scalar(select(func.clock_timestamp()))
-    if not isinstance(value, datetime):
-        return fallback
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    """The time by the session's store clock (:data:`DATABASE_CLOCK` unless the database was
+    opened with another); ``fallback`` is the caller's own time."""
+    clock: StoreClock = session.info.get(STORE_CLOCK, DATABASE_CLOCK)
+    return clock.now(session, fallback)
 
 
 class FenceKind(StrEnum):

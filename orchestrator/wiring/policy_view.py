@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from orchestrator.domain.policy import FlowPolicy
+from orchestrator.github.retry import RetryPolicy
 from orchestrator.workflow import Workflow, flow_policy
 from orchestrator.workflow.schema import Policy, TrackerKind
 
@@ -49,6 +50,16 @@ def policy_repo(policy: Policy) -> str:
             f"(kind is {policy.tracker.kind.value})"
         )
     return repo
+
+
+def github_retry(policy: Policy) -> RetryPolicy:
+    """How GitHub API calls that failed transiently are tried again (``tracker.retry``)."""
+    retry = policy.tracker.retry
+    return RetryPolicy(
+        max_attempts=retry.max_attempts,
+        base_delay_s=retry.base_delay_ms / 1000,
+        max_delay_s=retry.max_delay_ms / 1000,
+    )
 
 
 def is_linear(policy: Policy) -> bool:

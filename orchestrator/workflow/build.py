@@ -139,14 +139,13 @@ def _default_endpoint(kind: object, value: object) -> object:
 
 
 def _unused(spec: SettingSpec, values: Mapping[str, object], origin: Origin) -> bool:
-    # The in-memory tracker, and a daemon running as a GitHub App, need no token:
-    # do not insist on $GITHUB_TOKEN for them; nor on $LINEAR_API_KEY for a
-    # tracker other than Linear.
+    # A daemon running as a GitHub App needs no token: do not insist on
+    # $GITHUB_TOKEN for it; nor on $LINEAR_API_KEY for a tracker other than Linear.
     if origin.kind is not OriginKind.DEFAULT:
         return False
     kind = values.get("tracker.kind")
     if spec.path == "tracker.token":
-        return kind is TrackerKind.MEMORY or values.get("tracker.auth") is TrackerAuth.APP
+        return values.get("tracker.auth") is TrackerAuth.APP
     if spec.path == "tracker.api_key":
         return kind is not TrackerKind.LINEAR
     return False

@@ -29,14 +29,10 @@ __all__ = [
 
 
 class TrackerKind(StrEnum):
-    """Which issue tracker the daemon reads (``memory`` is the in-process one for tests).
-
-    ``linear`` is accepted and validated; the daemon does not run with it yet.
-    """
+    """Which issue tracker the daemon reads: GitHub Issues, or Linear (code stays on GitHub)."""
 
     GITHUB = "github"
     LINEAR = "linear"
-    MEMORY = "memory"
 
 
 class TrackerAuth(StrEnum):

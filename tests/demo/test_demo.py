@@ -63,7 +63,7 @@ def _samples(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 
 
 def test_metrics_move_during_the_demo(tmp_path: Path) -> None:
-    run = Demo(tmp_path / "demo", port=0, say=lambda line: None, harden=False)
+    run = Demo(tmp_path / "demo", port=0, say=lambda line: None)
     try:
         url = run.start()
         assert url is not None

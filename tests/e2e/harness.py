@@ -20,17 +20,17 @@ from typing import Any
 
 from orchestrator.daemon.daemon import Daemon
 from orchestrator.domain.snapshot import IssueRef, StoredRecord
-from orchestrator.github.retry import RetryPolicy
 from orchestrator_sim.clock import parse_time
 from orchestrator_sim.testing import Account, SimWorld
+from tests.support.idle import wait_idle
 
 SIM_AGENT = f"{shlex.quote(sys.executable)} -m orchestrator_sim.agent"
 OWNER_LABEL = "orchestrator"
 APPROVAL_LABEL = "state:merging"
 STOP_LABEL = "orchestrator:stop"
 REPO_STOP_LABEL = "orchestrator:stop-all"
-# Transient GitHub failures are retried once, without a noticeable wait.
-FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.05)
+# Transient GitHub failures are retried once, without a noticeable wait (tracker.retry).
+FAST_RETRY = {"max_attempts": 2, "base_delay_ms": 10, "max_delay_ms": 50}
 # Pause after a tick that did nothing (see Flow.run).
 IDLE_PAUSE_S = 0.1
 
@@ -113,7 +113,12 @@ def policy_document(
     tmp: Path, world: SimWorld, scenario: Path, mode: str, extra: dict[str, Any]
 ) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "tracker": {"repo": world.repo, "endpoint": "$E2E_ENDPOINT", "token": "$E2E_TOKEN"},
+        "tracker": {
+            "repo": world.repo,
+            "endpoint": "$E2E_ENDPOINT",
+            "token": "$E2E_TOKEN",
+            "retry": FAST_RETRY,
+        },
         "polling": {"interval_ms": 1000},
         "workspace": {"root": str(tmp / "workspaces")},
         "agent": {
@@ -163,10 +168,9 @@ class Flow:
         daemon = Daemon(
             self.policy_path,
             db_url=self.db_url,
-            serve_web=False,
-            harden=False,
+            # A free port: a test that runs the scheduler serves the dashboard there.
+            port=0,
             env=self.env,
-            github_retry=FAST_RETRY,
             **options,
         )
         daemon.start()
@@ -193,7 +197,7 @@ class Flow:
         Returns whether the tick did anything (a transition, a write or a turn).
         """
         report = self.d.tick()
-        assert self.d.wait_idle(60), "an agent turn did not finish"
+        assert wait_idle(self.d, 60), "an agent turn did not finish"
         self.ticks += 1
         if report is None:
             return False
@@ -257,7 +261,7 @@ class Flow:
         return IssueRef(self.world.repo, number)
 
     def record(self, number: int) -> StoredRecord | None:
-        row = self.d.records.get(self.ref(number))
+        row = self.d.parts.records.get(self.ref(number))
         return row.record if row is not None else None
 
     def branch(self, number: int) -> str:

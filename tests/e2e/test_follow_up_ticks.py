@@ -118,6 +118,6 @@ def test_follow_ups_that_outlast_the_interval_end_with_the_whole_tick_it_owed(
                 d.requests.follow_up({ref})  # each of the first three asks for a follow-up
                 time.sleep(0.45)  # three of them outlast the 1 s interval
 
-        d.poller.tick = slow_tick  # type: ignore[method-assign]
+        d.parts.poller.tick = slow_tick  # type: ignore[method-assign]
         d._poll_job()
         assert calls == [None, frozenset({ref}), frozenset({ref}), None]

@@ -45,7 +45,7 @@ def test_the_daemon_merges_as_an_app_through_expiring_tokens(
         app = add_app(world)
         app_world = as_app(world, app)
         with flow_for(tmp_path, app_world, mode="merge", policy=app_policy(app, tmp_path)) as flow:
-            assert flow.d.parts.github.login == "orchestrator-app[bot]"
+            assert flow.d.parts.repo_set.first.parts.github.login == "orchestrator-app[bot]"
             number = flow.open_issue()
             flow.run_to_phase(number, "waiting_for_checks")
             pr = flow.pull(flow.pr_number(number))

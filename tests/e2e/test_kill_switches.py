@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator_sim.testing import SimWorld
+from tests.support.idle import wait_idle
 
 from .harness import REPO_STOP_LABEL, STOP_LABEL, default_scenario, flow_for
 
@@ -34,14 +35,14 @@ def test_issue_stop_label_during_a_turn_cancels_it_and_stops_every_write(
     with flow_for(tmp_path, world, mode="merge", scenario=slow_implementation()) as flow:
         number = flow.open_issue()
         flow.d.tick()
-        wait_until(lambda: any(turn.last_event for turn in flow.d.pool.turns()))
+        wait_until(lambda: any(turn.last_event for turn in flow.d.parts.pool.turns()))
         writes_before = len(flow.bot_writes())
         world.control.add_labels(world.repo, number, [STOP_LABEL], as_user=flow.human.login)
         flow.d.tick()
-        assert flow.d.wait_idle(20)
+        assert wait_idle(flow.d, 20)
         flow.idle_ticks(4)
 
-        runs = flow.d.db.runs.for_issue(flow.d.records.get(flow.ref(number)).issue_id)
+        runs = flow.d.db.runs.for_issue(flow.d.parts.records.get(flow.ref(number)).issue_id)
         assert [run.outcome for run in runs] == ["cancelled"]
         assert flow.phase(number) == "blocked"
         record = flow.record(number)
@@ -60,7 +61,7 @@ def test_stop_label_added_after_the_snapshot_is_seen_by_the_gate(
         pushes = [w for w in flow.bot_writes() if "receive-pack" in w["path"]]
         assert len(pushes) == 1
         writes_before = len(flow.bot_writes())
-        builder = flow.d.parts.builder
+        builder = flow.d.parts.repo_set.first.parts.builder
         original = builder.build
 
         def build_then_label(*args: Any, **kwargs: Any) -> Any:
@@ -70,7 +71,7 @@ def test_stop_label_added_after_the_snapshot_is_seen_by_the_gate(
             return gathered
 
         builder.build = build_then_label  # type: ignore[method-assign]
-        flow.d.switches.max_age_s = 0.0
+        flow.d.parts.switches.max_age_s = 0.0
         flow.step()
 
         refused = [e for e in flow.d.db.outbox.for_issue(1) if e.status == "refused_by_kill_switch"]
@@ -140,7 +141,7 @@ def test_stop_label_in_another_case_stops_dispatch_and_cancels_the_turn(
     with flow_for(tmp_path, world, mode="merge", scenario=slow_implementation()) as flow:
         number = flow.open_issue()
         flow.d.tick()
-        wait_until(lambda: any(turn.last_event for turn in flow.d.pool.turns()))
+        wait_until(lambda: any(turn.last_event for turn in flow.d.parts.pool.turns()))
         stopped = flow.open_issue("Another feature", labels=[ODD_CASE_STOP_LABEL])
         assert ODD_CASE_STOP_LABEL in {label["name"] for label in flow.issue(stopped)["labels"]}
         writes_before = len(flow.bot_writes())
@@ -148,10 +149,10 @@ def test_stop_label_in_another_case_stops_dispatch_and_cancels_the_turn(
             world.repo, number, [ODD_CASE_STOP_LABEL], as_user=flow.human.login
         )
         flow.d.tick()
-        assert flow.d.wait_idle(20)
+        assert wait_idle(flow.d, 20)
         flow.idle_ticks(4)
 
-        runs = flow.d.db.runs.for_issue(flow.d.records.get(flow.ref(number)).issue_id)
+        runs = flow.d.db.runs.for_issue(flow.d.parts.records.get(flow.ref(number)).issue_id)
         assert [run.outcome for run in runs] == ["cancelled"]
         assert flow.phase(number) == "blocked"
         record = flow.record(number)
@@ -171,7 +172,7 @@ def test_stop_label_in_another_case_added_after_the_snapshot_is_refused_by_the_g
         number = flow.open_issue()
         flow.step()
         writes_before = len(flow.bot_writes())
-        builder = flow.d.parts.builder
+        builder = flow.d.parts.repo_set.first.parts.builder
         original = builder.build
 
         def build_then_label(*args: Any, **kwargs: Any) -> Any:
@@ -182,7 +183,7 @@ def test_stop_label_in_another_case_added_after_the_snapshot_is_refused_by_the_g
             return gathered
 
         builder.build = build_then_label  # type: ignore[method-assign]
-        flow.d.switches.max_age_s = 0.0
+        flow.d.parts.switches.max_age_s = 0.0
         flow.step()
 
         refused = [e for e in flow.d.db.outbox.for_issue(1) if e.status == "refused_by_kill_switch"]

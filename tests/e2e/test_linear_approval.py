@@ -83,7 +83,7 @@ def _move(flow: Flow, linear: LinearControl, identifier: str, who: str | None) -
 
 
 def _merge_attempts(flow: Flow, number: int) -> list[Any]:
-    row = flow.d.records.get(flow.ref(number))
+    row = flow.d.parts.records.get(flow.ref(number))
     assert row is not None
     return [e for e in flow.d.db.outbox.for_issue(row.issue_id) if e.kind == "merge_pr"]
 
@@ -151,7 +151,7 @@ def test_an_approver_suspended_right_before_the_merge_merges_nothing(
     flow: Flow, linear: LinearControl
 ) -> None:
     identifier, number, pr = _ready(flow, linear)
-    builder = flow.d.parts.builder
+    builder = flow.d.parts.repo_set.first.parts.builder
     original = builder.build
     suspended: list[bool] = []
 

@@ -35,6 +35,7 @@ from tests.e2e.harness import (
 )
 from tests.e2e.test_kill_switches import wait_until
 from tests.sim.gitops import git
+from tests.support.idle import wait_idle
 
 LINEAR_KEY = "lin_api_bot"
 TEAM = "ENG"
@@ -141,7 +142,7 @@ def test_a_lost_database_is_rebuilt_from_the_linear_workpad(
     assert [a["url"] for a in found["attachments"]] == [pull["html_url"]]
     assert len(flow.pulls()) == 1
     # No agent turn ran again after the loss: the recovered phase went on from there.
-    row = flow.d.records.get(flow.ref(number))
+    row = flow.d.parts.records.get(flow.ref(number))
     assert row is not None
     assert flow.d.db.runs.for_issue(row.issue_id) == []
 
@@ -178,15 +179,15 @@ def test_the_stop_label_during_a_turn_cancels_it_and_stops_every_write(
         identifier = str(issue["identifier"])
         number = int(identifier.rpartition("-")[2])
         flow.d.tick()
-        wait_until(lambda: any(turn.last_event for turn in flow.d.pool.turns()))
+        wait_until(lambda: any(turn.last_event for turn in flow.d.parts.pool.turns()))
         linear_writes = len(linear.writes())
         github_writes = len(flow.bot_writes())
         linear.add_labels(identifier, STOP_LABEL)
         flow.d.tick()
-        assert flow.d.wait_idle(20)
+        assert wait_idle(flow.d, 20)
         flow.idle_ticks(4)
 
-        row = flow.d.records.get(flow.ref(number))
+        row = flow.d.parts.records.get(flow.ref(number))
         assert row is not None
         assert [run.outcome for run in flow.d.db.runs.for_issue(row.issue_id)] == ["cancelled"]
         assert flow.phase(number) == "blocked"
@@ -206,7 +207,7 @@ def test_a_stop_label_added_after_the_snapshot_is_seen_by_the_gate(
     flow.step()  # the implementing turn ran and its worker pushed; the PR comes next tick
     linear_writes = len(linear.writes())
     github_writes = len(flow.bot_writes())
-    builder = flow.d.parts.builder
+    builder = flow.d.parts.repo_set.first.parts.builder
     original = builder.build
 
     def build_then_label(*args: Any, **kwargs: Any) -> Any:
@@ -216,10 +217,10 @@ def test_a_stop_label_added_after_the_snapshot_is_seen_by_the_gate(
         return gathered
 
     builder.build = build_then_label  # type: ignore[method-assign]
-    flow.d.switches.max_age_s = 0.0
+    flow.d.parts.switches.max_age_s = 0.0
     flow.step()
 
-    row = flow.d.records.get(flow.ref(number))
+    row = flow.d.parts.records.get(flow.ref(number))
     assert row is not None
     refused = [
         e for e in flow.d.db.outbox.for_issue(row.issue_id) if e.status == "refused_by_kill_switch"
@@ -370,12 +371,12 @@ def test_symphonys_elixir_workflow_takes_a_linear_issue_to_a_merged_pull_request
         flow.wait_past_head(number)
         linear.set_state(identifier, "Merging", as_user="alice")
         flow.run_to_phase(number, "done")
-        row = flow.d.records.get(flow.ref(number))
+        row = flow.d.parts.records.get(flow.ref(number))
         assert row is not None
         runs = flow.d.db.runs.for_issue(row.issue_id)
         merges = [e for e in flow.d.db.outbox.for_issue(row.issue_id) if e.kind == "merge_pr"]
         # Only the project's issue was taken.
-        assert flow.d.records.get(flow.ref(number + 1)) is None
+        assert flow.d.parts.records.get(flow.ref(number + 1)) is None
     finally:
         flow.stop()
 

@@ -99,7 +99,7 @@ def test_a_reload_into_merge_mode_without_a_sandbox_is_not_applied(
         daemon.reload_policy()
         daemon.tick()
         # The file was read (it is valid), but the daemon keeps the policy it runs.
-        assert daemon.repo_set.source.current.policy.rollout.mode.value == "merge"
+        assert daemon.parts.repo_set.source.current.policy.rollout.mode.value == "merge"
         assert daemon.view.flow.rollout_mode.value == "mutate"
 
 

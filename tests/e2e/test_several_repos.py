@@ -96,7 +96,7 @@ def test_an_app_merges_one_issue_in_each_of_two_repositories_through_expiring_to
         }
         assert [w for w in writes if w["status"] >= 400] == []
         for flow, number in ((first, one), (second, two)):
-            row = flow.d.records.get(flow.ref(number))
+            row = flow.d.parts.records.get(flow.ref(number))
             assert row is not None
             effects = flow.d.db.outbox.for_issue(row.issue_id)
             assert effects and [e for e in effects if e.status == "failed"] == []

@@ -19,6 +19,7 @@ from sqlalchemy import text
 from structlog.testing import capture_logs
 
 from orchestrator_sim.testing import SimWorld
+from tests.support.idle import wait_idle
 
 from .harness import default_scenario, flow_for
 
@@ -123,7 +124,7 @@ def test_a_recorded_turn_whose_claim_was_left_open_is_not_run_again(
         with capture_logs() as logs:
             d = flow.d
             d.claim_ready()
-            assert d.wait_idle(30)
+            assert wait_idle(d, 30)
         assert [e["run_id"] for e in logs if e["event"] == "claim_already_recorded"] == [run.run_id]
         assert len(flow.d.db.runs.for_issue(1)) == 1
         assert flow.d.db.claims.open(world.repo) == []
@@ -149,7 +150,7 @@ def test_a_recorded_turn_is_not_run_again_after_a_holder_took_its_claim_over_and
         with capture_logs() as logs:
             d = flow.d
             d.claim_ready()
-            assert d.wait_idle(30)
+            assert wait_idle(d, 30)
         assert [e["event"] for e in logs if e["event"] == "claim_already_recorded"] == [
             "claim_already_recorded"
         ]
@@ -166,11 +167,11 @@ def test_a_turn_recorded_by_a_replica_whose_clock_runs_ahead_does_not_stop_the_n
     with flow_for(tmp_path, world, policy=POLICY) as flow:
         number = flow.open_issue()
         flow.step()
-        row = flow.d.records.get(flow.ref(number))
+        row = flow.d.parts.records.get(flow.ref(number))
         assert row is not None and row.record.last_outcome is not None
         first = row.record.last_outcome
         assert first.claim_id is not None
-        flow.d.records.update(
+        flow.d.parts.records.update(
             row.issue_id,
             lambda record: replace(
                 record,
@@ -199,8 +200,8 @@ def test_a_turn_recorded_by_a_replica_whose_clock_runs_behind_moves_the_flow_onc
         def behind() -> datetime:
             return datetime.now(UTC) - timedelta(minutes=1)
 
-        flow.d.parts.turns.clock = behind
-        flow.d.repo_set.agents.runner.clock = behind
+        flow.d.parts.repo_set.first.parts.turns.clock = behind
+        flow.d.parts.repo_set.agents.runner.clock = behind
         flow.to_waiting_for_human()
         runs = flow.d.db.runs.for_issue(1)
         assert sorted(r.phase for r in runs) == ["implementing", "reviewing"]

@@ -274,7 +274,7 @@ def test_status_and_a_metrics_scrape_against_a_running_daemon(tmp_path: Path) ->
         running_world(tmp_path / "sim") as world,
         flow_for(tmp_path, world, policy={"server": server}, start=False) as flow,
     ):
-        daemon = Daemon(flow.policy_path, harden=False, env={**flow.env, **secrets})
+        daemon = Daemon(flow.policy_path, env={**flow.env, **secrets})
         daemon.start()
         try:
             daemon.run_scheduler()

@@ -114,7 +114,7 @@ class Run:
     # ------------------------------------------------------------- the daemon
 
     def phase(self) -> str | None:
-        row = self.world.daemon.records.get(IssueRef(self.world.repo, self.example.issue))
+        row = self.world.daemon.parts.records.get(IssueRef(self.world.repo, self.example.issue))
         return row.record.phase.value if row is not None else None
 
     def tick(self) -> bool:

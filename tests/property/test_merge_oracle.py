@@ -182,7 +182,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OracleWorld]:
                 pytest.fail(
                     f"the daemon merged nothing in {STATS.examples} examples: the oracle judged "
                     f"no merge (failed ticks: {running.failed_ticks}, rate-limit deferrals: "
-                    f"{running.daemon.poller.stats.rate_limit_deferrals})"
+                    f"{running.daemon.parts.poller.stats.rate_limit_deferrals})"
                 )
     finally:
         structlog.configure(**before)
@@ -203,7 +203,7 @@ def _report(world: OracleWorld) -> None:
         f"{len(world.tick_seconds)} ticks of {mean_ms(world.tick_seconds):.0f} ms; a tick with "
         f"nothing to do took {mean_ms(quiet[:fifth]):.0f} ms in the first fifth of the run and "
         f"{mean_ms(quiet[-fifth:]):.0f} ms in the last; failed ticks {world.failed_ticks}, "
-        f"rate-limit deferrals {world.daemon.poller.stats.rate_limit_deferrals}"
+        f"rate-limit deferrals {world.daemon.parts.poller.stats.rate_limit_deferrals}"
     )
 
 

@@ -50,11 +50,11 @@ from orchestrator.domain.review_decisions import render_review_comment
 from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator.domain.workpad import PRRef, ReviewState, WorkpadRecord
 from orchestrator.github.prstate import PRStatePoller
-from orchestrator.github.retry import RetryPolicy
 from orchestrator.store.models import TrackedIssue
 from orchestrator.tick.cycle import TickReport
 from orchestrator_sim.control import ControlClient, ControlRequestError
 from orchestrator_sim.testing import DEFAULT_FILES, Account, make_token
+from tests.support.idle import wait_idle
 
 AGENT = Path(__file__).with_name("oracle_agent.py")
 EMULATOR_MAIN = Path(__file__).with_name("emulator_main.py")
@@ -63,8 +63,6 @@ APPROVAL_LABEL = "state:merging"
 STOP_LABEL = "orchestrator:stop"
 REPO_STOP_LABEL = "orchestrator:stop-all"
 BASE_BRANCH = "main"
-# Transient GitHub failures are retried once, without a noticeable wait.
-FAST_RETRY = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.05)
 # Budgets no run of the suite can spend: the emulator bills like GitHub, per hour.
 HUGE_BUDGET = 100_000_000
 
@@ -333,10 +331,10 @@ class OracleWorld:
         self._write_agent_settings()
         started = time.perf_counter()
         report = self.daemon.tick()
-        assert self.daemon.wait_idle(60), "an agent turn did not finish within 60 s"
+        assert wait_idle(self.daemon, 60), "an agent turn did not finish within 60 s"
         elapsed = time.perf_counter() - started
         self.tick_seconds.append(elapsed)
-        if report is None and self.daemon.poller.stats.last_tick_error:
+        if report is None and self.daemon.parts.poller.stats.last_tick_error:
             self.failed_ticks += 1
         elif report is not None and not (report.execution.changed or report.execution.dispatched):
             # A tick that found nothing to do costs the same in every example: the
@@ -426,7 +424,7 @@ class OracleWorld:
             review=review,
         )
         record = StoredRecord(phase=Phase.WAITING_FOR_CHECKS, phase_since=now, workpad=workpad)
-        self.daemon.records.create(
+        self.daemon.parts.records.create(
             IssueRef(self.repo, number),
             title=title,
             record=record,
@@ -438,7 +436,7 @@ class OracleWorld:
 
     def retire(self, example: Example) -> None:
         """Take the example out of the daemon's way: closed on GitHub, done in the store."""
-        assert self.daemon.wait_idle(60), "an agent turn did not finish within 60 s"
+        assert wait_idle(self.daemon, 60), "an agent turn did not finish within 60 s"
         for number in (example.pr, example.issue):
             # Already closed (a merged pull request, an issue the daemon closed): nothing to do.
             with contextlib.suppress(ControlRequestError):
@@ -469,7 +467,13 @@ def policy_document(tmp: Path, sim: EmulatorProcess, agent_settings: Path) -> di
         shlex.quote(part) for part in (sys.executable, "-S", str(AGENT), str(agent_settings))
     )
     return {
-        "tracker": {"repo": sim.repo, "endpoint": "$ORACLE_ENDPOINT", "token": "$ORACLE_TOKEN"},
+        "tracker": {
+            "repo": sim.repo,
+            "endpoint": "$ORACLE_ENDPOINT",
+            "token": "$ORACLE_TOKEN",
+            # Transient GitHub failures are retried once, without a noticeable wait.
+            "retry": {"max_attempts": 2, "base_delay_ms": 10, "max_delay_ms": 50},
+        },
         "polling": {"interval_ms": 1000},
         "workspace": {"root": str(tmp / "workspaces")},
         "agent": {
@@ -510,7 +514,7 @@ def _poll_on_githubs_clock(daemon: Daemon, clock: SteppedClock) -> None:
     (The rest of the daemon keeps the wall clock: its agent runner has no clock
     to inject, and turn outcomes must not look older than the phase they ended.)
     """
-    access = daemon.parts.github
+    access = daemon.parts.repo_set.first.parts.github
     try:
         PRStatePoller(access.client, access.cache, access.actor, clock=clock)
     except TypeError:
@@ -562,13 +566,7 @@ def oracle_world(tmp: Path) -> Iterator[OracleWorld]:
         document = policy_document(tmp, sim, agent_settings)
         policy = tmp / "WORKFLOW.md"
         policy.write_text(f"---\n{json.dumps(document, indent=2)}\n---\n", encoding="utf-8")
-        daemon = Daemon(
-            policy,
-            serve_web=False,
-            harden=False,
-            env={"ORACLE_ENDPOINT": sim.url, "ORACLE_TOKEN": sim.bot.token},
-            github_retry=FAST_RETRY,
-        )
+        daemon = Daemon(policy, env={"ORACLE_ENDPOINT": sim.url, "ORACLE_TOKEN": sim.bot.token})
         daemon.start()
         _poll_on_githubs_clock(daemon, clock)
         world = OracleWorld(

@@ -22,7 +22,8 @@ from orchestrator.store.fencing import Fence
 from orchestrator.tick.cycle import combined
 from orchestrator.tick.request import WHOLE
 from orchestrator_sim.testing import SimWorld
-from tests.e2e.harness import FAST_RETRY, Flow, default_scenario, flow_for
+from tests.e2e.harness import Flow, default_scenario, flow_for
+from tests.support.idle import wait_idle
 
 LEASE_S = 30.0
 
@@ -44,10 +45,7 @@ def two_replicas(flow: Flow, db_url: str) -> Iterator[tuple[Daemon, Daemon]]:
             daemon = Daemon(
                 flow.policy_path,
                 db_url=db_url,
-                serve_web=False,
-                harden=False,
                 env=flow.env,
-                github_retry=FAST_RETRY,
                 replica_id=name,
                 lease_s=LEASE_S,
             )
@@ -69,22 +67,22 @@ def test_a_leader_whose_lease_moved_on_mid_tick_writes_nothing(
     ):
         flow.open_issue()
         a.tick()  # a leads (epoch 1), queues the implementing turn and runs it
-        assert a.wait_idle(60)
-        assert a.cluster.fence == Fence.lease("poll:acme/widgets", "a", 1)
-        stale = a.cluster.fence
+        assert wait_idle(a, 60)
+        assert a.parts.cluster.fence == Fence.lease("poll:acme/widgets", "a", 1)
+        stale = a.parts.cluster.fence
         # a stalls past its lease; b's heartbeat takes the repository over.
         expire(pg_url, "UPDATE leases SET expires_at = now() - interval '1 second'")
-        assert b.cluster.heartbeat(flow.world.repo)
-        assert b.cluster.fence is not None and b.cluster.fence.epoch == 2
+        assert b.parts.cluster.heartbeat(flow.world.repo)
+        assert b.parts.cluster.fence is not None and b.parts.cluster.fence.epoch == 2
 
         # a's tick had begun under epoch 1: its plan (open the PR, the workpad) is fenced.
         writes = len(flow.bot_writes())
         with capture_logs() as logs:
-            passes = a.parts.tick.passes(
+            passes = a.parts.repo_set.first.parts.tick.passes(
                 WHOLE,
                 view=a.view,
-                agents=a.repo_set.agents,
-                source=a.repo_set.repo_source(),
+                agents=a.parts.repo_set.agents,
+                source=a.parts.repo_set.repo_source(),
                 now=a.clock(),
                 dispatching=True,
                 fence=stale,
@@ -118,7 +116,7 @@ def test_a_replica_whose_claim_expired_cancels_its_agent_and_records_nothing(
         with capture_logs() as logs:
             a.tick()  # a leads, queues the turn and claims it: its agent sleeps
             deadline = time.monotonic() + 30
-            while not a.pool.running():
+            while not a.parts.pool.running():
                 assert time.monotonic() < deadline, "a never started the turn"
                 time.sleep(0.05)
             [claim] = flow_claims(pg_url)
@@ -129,8 +127,8 @@ def test_a_replica_whose_claim_expired_cancels_its_agent_and_records_nothing(
             assert flow_claims(pg_url) == [("b", 2)]
             # a's heartbeat finds the claim gone: its agent is cancelled, its result dropped.
             assert a.parts.claimer.renew() == 0
-            assert a.wait_idle(60)
-            assert b.wait_idle(60)
+            assert wait_idle(a, 60)
+            assert wait_idle(b, 60)
         first, second = [e["run_id"] for e in logs if e["event"] == "turn_claimed"]
         lost = [e for e in logs if e["event"] == "claim_lost"]
         assert lost and {e["run_id"] for e in lost} == {first}
@@ -157,7 +155,7 @@ def flow_claims(db_url: str) -> list[tuple[str, int]]:
 
 
 def flow_record(daemon: Daemon):  # type: ignore[no-untyped-def]
-    row = daemon.records.get_by_id(1)
+    row = daemon.parts.records.get_by_id(1)
     return row.record if row is not None else None
 
 
@@ -171,7 +169,7 @@ def test_a_claim_no_local_turn_backs_is_handed_back_at_the_next_heartbeat(
     ):
         flow.open_issue()
         a.tick()  # queues the turn; a claims and runs it
-        assert a.wait_idle(60)
+        assert wait_idle(a, 60)
         # As if a's worker had died with the database connection: the row says a holds a
         # claim, and no turn of a backs it.
         queued = a.db.claims.enqueue(
@@ -184,7 +182,8 @@ def test_a_claim_no_local_turn_backs_is_handed_back_at_the_next_heartbeat(
             now=a.clock(),
         )
         assert queued is not None
-        assert a.db.claims.claim(queued, "a", run_id="ghost", ttl=a.cluster.ttl, now=a.clock())
+        ttl = a.parts.cluster.ttl
+        assert a.db.claims.claim(queued, "a", run_id="ghost", ttl=ttl, now=a.clock())
         with capture_logs() as logs:
             assert a.parts.claimer.renew() == 0
         assert [e["count"] for e in logs if e["event"] == "claims_released"] == [1]

@@ -2,7 +2,7 @@
 
 Two roles share one store and a clock the test moves, so every lease expiry
 is played exactly; the database judges leases by the ``now`` passed here
-(``caller_clock``), as SQLite does in production.
+(``CallerClock``), as SQLite does in production.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ def test_the_daemon_clamps_a_cap_beyond_its_share_and_says_so(tmp_path: Path) ->
             start=False,
         ) as flow,
     ):
-        daemon = Daemon(flow.policy_path, harden=False, env=flow.env, port=0)
+        daemon = Daemon(flow.policy_path, env=flow.env, port=0)
         daemon.start()
         try:
             with capture_logs() as logs:

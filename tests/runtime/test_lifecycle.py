@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from orchestrator.daemon.daemon import Daemon
+from orchestrator.daemon.descriptors import current_limit
+from orchestrator.daemon.hardening import is_dumpable
 from orchestrator.daemon.instance_lock import AlreadyRunning
 from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import Flow, default_scenario, flow_for
@@ -217,16 +219,21 @@ def test_a_sigterm_while_the_daemon_starts_stops_it_gracefully(
     assert "daemon_stopped" in events
 
 
+def run_once(flow: Flow) -> subprocess.CompletedProcess[bytes]:
+    """``orchestrator run --once`` on the flow's policy, its log in JSON lines."""
+    return subprocess.run(
+        [ORCHESTRATOR, "--log-format", "json", "run", str(flow.policy_path), "--once"],
+        env=process_env(flow),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
 def test_once_runs_one_tick_and_waits_for_its_turn(tmp_path: Path, world: SimWorld) -> None:
     with flow_for(tmp_path, world, start=False) as flow:
         flow.open_issue()
-        done = subprocess.run(
-            [ORCHESTRATOR, "run", str(flow.policy_path), "--once"],
-            env=process_env(flow),
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
+        done = run_once(flow)
         assert done.returncode == 0, done.stderr.decode()[-2000:]
         db = tmp_path / "orchestrator.db"
         assert query(db, "SELECT phase, outcome FROM agent_runs") == [("implementing", "completed")]
@@ -238,7 +245,7 @@ def test_a_second_daemon_on_the_same_sqlite_file_refuses_to_start(
     tmp_path: Path, world: SimWorld
 ) -> None:
     with flow_for(tmp_path, world) as flow:
-        second = Daemon(flow.policy_path, serve_web=False, harden=False, env=flow.env)
+        second = Daemon(flow.policy_path, env=flow.env)
         with pytest.raises(AlreadyRunning) as excinfo:
             second.start()
         message = str(excinfo.value)
@@ -253,6 +260,26 @@ def test_a_second_daemon_on_the_same_sqlite_file_refuses_to_start(
         )
         assert done.returncode == 1
         assert b"already uses this database" in done.stderr
+
+
+def test_the_run_command_owns_its_process_and_an_embedded_daemon_leaves_it_alone(
+    tmp_path: Path, world: SimWorld
+) -> None:
+    dumpable, limit = is_dumpable(), current_limit()
+    with flow_for(tmp_path, world) as flow:
+        # Started in this process (flow_for): nothing of the process was changed.
+        assert flow.d.process.hardened is False and flow.d.process.freeze_heap is False
+        assert (is_dumpable(), current_limit()) == (dumpable, limit)
+        flow.stop()
+        done = run_once(flow)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    log = tmp_path / "once.log"
+    log.write_bytes(done.stdout + done.stderr)
+    events = log_events(log)
+    started = next(e for e in events if e.get("event") == "daemon_started")
+    assert started["hardened"] is True
+    descriptors = next(e for e in events if e.get("event") == "descriptor_limit")
+    assert descriptors["soft"] == descriptors["hard"]
 
 
 def test_inspection_is_forbidden_in_the_process() -> None:

@@ -40,9 +40,7 @@ def test_a_schema_behind_is_refused_with_the_command(
     tmp_path: Path, world: SimWorld, pg_url: str
 ) -> None:
     with flow_for(tmp_path, world, start=False) as flow:
-        daemon = Daemon(
-            flow.policy_path, db_url=pg_url, serve_web=False, harden=False, env=flow.env
-        )
+        daemon = Daemon(flow.policy_path, db_url=pg_url, env=flow.env)
         with pytest.raises(DaemonError) as excinfo:
             daemon.start()
         assert "orchestrator db upgrade" in str(excinfo.value)

@@ -15,6 +15,7 @@ from orchestrator.store.database import Database
 from orchestrator.store.issues import ID_BATCH
 from orchestrator.store.models import TrackedIssue
 from orchestrator.store.records import RecordRow, RecordStore, RecoveryNote
+from tests.support.store_clock import CALLER_CLOCK
 
 REPO = "acme/app"
 OTHER_REPO = "acme/other"
@@ -120,7 +121,7 @@ def test_a_write_through_another_connection_is_seen(database: Database) -> None:
     store = RecordStore(database)
     row = create(store, 1)
     assert store.load(REPO)[row.ref].title == "Issue 1"
-    other = Database.open(database.url, caller_clock=True)
+    other = Database.open(database.url, clock=CALLER_CLOCK)
     try:
         other_store = RecordStore(other)
         other_store.update(row.issue_id, lambda r: replace(r, attempt=3), now=NOW)

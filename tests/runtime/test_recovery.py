@@ -88,7 +88,7 @@ def test_intents_left_open_are_checked_on_github_never_repeated(
     with flow_for(tmp_path, world) as flow:
         number = flow.open_issue()
         flow.run_to_phase(number, "waiting_for_checks")
-        row = flow.d.records.get(flow.ref(number))
+        row = flow.d.parts.records.get(flow.ref(number))
         assert row is not None
         create_key = next(k for k in row.record.completed_effects if ":create_pr:" in k)
         db = flow.d.db
@@ -99,7 +99,7 @@ def test_intents_left_open_are_checked_on_github_never_repeated(
                 .where(SideEffect.idempotency_key == create_key)
                 .values(status="intended", result=None)
             )
-        flow.d.records.update(
+        flow.d.parts.records.update(
             row.issue_id,
             lambda r: replace(
                 r,

@@ -13,6 +13,7 @@ from orchestrator.daemon.daemon import Daemon
 from orchestrator.workflow import Policy, check_workflow
 from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import default_scenario, flow_for
+from tests.workflow.conftest import ENV
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def test_a_stop_gives_running_turns_the_policys_grace(tmp_path: Path, world: Sim
         flow.open_issue()
         daemon.tick()
         deadline = time.monotonic() + 30
-        while daemon.pool.busy == 0:
+        while daemon.parts.pool.busy == 0:
             assert time.monotonic() < deadline, "no turn started"
             time.sleep(0.05)
         started = time.monotonic()
@@ -58,7 +59,7 @@ def test_a_stop_gives_running_turns_the_policys_grace(tmp_path: Path, world: Sim
 def test_the_flag_overrides_the_policy(tmp_path: Path, world: SimWorld) -> None:
     policy = {"agent": {"shutdown_grace_ms": 120_000}}
     with flow_for(tmp_path, world, policy=policy, start=False) as flow:
-        daemon = Daemon(flow.policy_path, serve_web=False, harden=False, env=flow.env, grace_s=0.25)
+        daemon = Daemon(flow.policy_path, env=flow.env, grace_s=0.25)
         daemon.start()
         flow.daemon = daemon
         assert daemon.grace_s == 0.25
@@ -68,9 +69,9 @@ def test_the_flag_overrides_the_policy(tmp_path: Path, world: SimWorld) -> None:
 def test_a_grace_out_of_bounds_is_refused_with_its_line(tmp_path: Path, value: str) -> None:
     policy = tmp_path / "WORKFLOW.md"
     policy.write_text(
-        "---\ntracker:\n  kind: memory\nagent:\n  shutdown_grace_ms: " + value + "\n---\nGo.\n"
+        f"---\ntracker:\n  repo: acme/widgets\nagent:\n  shutdown_grace_ms: {value}\n---\nGo.\n"
     )
-    check = check_workflow(policy)
+    check = check_workflow(policy, env=ENV)
     assert check.workflow is None
     assert any(
         "agent.shutdown_grace_ms" in str(p) and "WORKFLOW.md:5" in str(p) for p in check.errors

@@ -10,6 +10,7 @@ import pytest
 
 from orchestrator_sim.testing import SimWorld, running_world
 from tests.e2e.harness import flow_for
+from tests.support.idle import wait_idle
 
 
 @pytest.fixture
@@ -38,7 +39,7 @@ def test_the_scheduler_ticks_and_a_request_runs_one_at_once(
     # A long interval: only the first tick and the requested one can run during the test.
     with flow_for(tmp_path, world, policy={"polling": {"interval_ms": 600_000}}) as flow:
         flow.d.run_scheduler()
-        wait_until(lambda: flow.d.poller.stats.ticks >= 1)
+        wait_until(lambda: flow.d.parts.poller.stats.ticks >= 1)
         number = flow.open_issue()
         flow.d.request_tick()
         wait_until(lambda: flow.phase(number) is not None)
@@ -75,8 +76,8 @@ def test_status_reports_ticks_budgets_and_running_turns(tmp_path: Path, world: S
         assert [run.run_id for run in runs] == [turn.run_id]
         assert runs[0].first_event_at is not None
         assert "Implement" in (runs[0].prompt or "") or "implement" in (runs[0].prompt or "")
-        flow.d.pool.cancel_all("test over")
-        assert flow.d.wait_idle(20)
+        flow.d.parts.pool.cancel_all("test over")
+        assert wait_idle(flow.d, 20)
 
 
 def test_a_spent_budget_defers_github_work_without_waiting(tmp_path: Path, world: SimWorld) -> None:
@@ -122,8 +123,8 @@ def test_a_turn_cancelled_before_its_agent_starts_runs_nothing(
     with flow_for(tmp_path, world, policy={"hooks": {"before_run": "sleep 0.3"}}) as flow:
         number = flow.open_issue()
         flow.d.tick()
-        flow.d.pool.cancel_all("operator")
-        assert flow.d.wait_idle(20)
+        flow.d.parts.pool.cancel_all("operator")
+        assert wait_idle(flow.d, 20)
         record = flow.record(number)
         assert record is not None and record.last_outcome is not None
         assert record.last_outcome.kind.value == "cancelled"

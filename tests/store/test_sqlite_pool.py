@@ -37,7 +37,7 @@ def pragmas(engine: Engine) -> tuple[Any, ...]:
 
 def opened(url: str) -> Database:
     migrate.upgrade(url)
-    return Database.open(url, caller_clock=True)
+    return Database.open(url)
 
 
 def test_a_connection_is_reused_with_its_pragmas(sqlite_url: str) -> None:

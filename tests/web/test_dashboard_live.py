@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def test_live_dashboard_shows_issues_a_kill_switch_and_a_timeline(tmp_path: Path) -> None:
-    run = Demo(tmp_path / "demo", port=0, say=lambda line: None, harden=False)
+    run = Demo(tmp_path / "demo", port=0, say=lambda line: None)
     shots = tmp_path / "screenshots"
     shots.mkdir()
     try:

@@ -129,10 +129,13 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
     assert [str(p) for p in result.problems] == [f"{tmp_path}: is a directory, not a policy file"]
 
 
-def test_the_memory_tracker_needs_no_token_or_repository() -> None:
-    result = check("---\ntracker:\n  kind: memory\n---\n", env={})
-    assert result.workflow is not None, result.problems
-    assert result.workflow.policy.tracker.token is None
+def test_a_tracker_kind_is_one_an_operator_can_run() -> None:
+    """No tracker kind exists for tests alone: an in-process one is not a policy's choice."""
+    result = check("---\ntracker:\n  kind: memory\n---\n")
+    assert result.workflow is None
+    assert [str(p) for p in result.errors] == [
+        "WORKFLOW.md:3:3: tracker.kind: expected one of github, linear, got 'memory'"
+    ]
 
 
 WARNINGS = [

@@ -37,7 +37,7 @@ from orchestrator.workflow.schema.service import (
     ServerSettings,
     WorkspaceSettings,
 )
-from orchestrator.workflow.schema.tracker import TrackerSettings
+from orchestrator.workflow.schema.tracker import RetrySettings, TrackerSettings
 from orchestrator.workflow.schema_types import (
     AgentPermissions,
     AgentPreset,
@@ -76,6 +76,7 @@ __all__ = [
     "Policy",
     "PollingSettings",
     "PrSettings",
+    "RetrySettings",
     "ReviewActOn",
     "ReviewCommentMode",
     "ReviewOutputFormat",

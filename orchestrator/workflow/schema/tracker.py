@@ -19,14 +19,48 @@ _DEFAULT_STATE_LABELS = {
 
 
 @dataclass(frozen=True)
+class RetrySettings:
+    """How a GitHub API call that failed on the way is tried again."""
+
+    max_attempts: int = field(
+        default=4,
+        metadata=meta(
+            doc="Attempts of a GitHub API call that failed transiently (a 5xx answer, a lost "
+            "connection, a secondary rate limit), the first included; 1 never tries again. A "
+            "create GitHub may have applied (a 5xx or a lost connection) is never sent again.",
+            minimum=1,
+            maximum=10,
+        ),
+    )
+    base_delay_ms: int = field(
+        default=500,
+        metadata=meta(
+            doc="The wait before the second attempt; it doubles before each further one, up to "
+            "`tracker.retry.max_delay_ms`. A secondary rate limit's `Retry-After` is waited "
+            "as asked when it is 60 s or less (longer, the call fails).",
+            minimum=1,
+            maximum=60_000,
+        ),
+    )
+    max_delay_ms: int = field(
+        default=8_000,
+        metadata=meta(
+            doc="The longest wait between two attempts (a `Retry-After` aside).",
+            minimum=1,
+            maximum=300_000,
+        ),
+    )
+
+
+@dataclass(frozen=True)
 class TrackerSettings:
     """Where issues come from and how tracker states show on them."""
 
     kind: TrackerKind = field(
         default=TrackerKind.GITHUB,
         metadata=meta(
-            doc="Issue tracker: `github`, `linear` (issues in Linear, code and pull requests "
-            "on GitHub in `tracker.repo`), or `memory` (in-process, for tests)."
+            doc="Issue tracker: `github`, or `linear` (issues in Linear, code and pull requests "
+            "on GitHub in `tracker.repo`)."
         ),
     )
     repo: str | None = field(
@@ -89,7 +123,7 @@ class TrackerSettings:
         default="$GITHUB_TOKEN",
         metadata=meta(
             doc="The GitHub token, normally a `$VAR` reference. Never printed, never logged, "
-            "never given to the agent. Ignored for kind `memory` and for `auth: app`.",
+            "never given to the agent. Ignored for `auth: app`.",
             secret=True,
         ),
     )
@@ -163,5 +197,13 @@ class TrackerSettings:
         metadata=meta(
             doc="Tracker state -> the GitHub label that shows it (kind `github`; Linear has "
             "states of its own)."
+        ),
+    )
+    retry: RetrySettings = field(
+        default_factory=RetrySettings,
+        metadata=meta(
+            doc="Transient failures of GitHub API calls (with kind `linear`, those of the "
+            "pull requests).",
+            section=True,
         ),
     )

@@ -47,13 +47,15 @@ def demo(keep_open: bool, timeout_s: float, port: int, workdir: Path | None, ver
     coding agent, a scripted human who approves each pull request when it waits
     for a human, and the daemon in merge mode on SQLite with fast polling.
     """
+    from orchestrator.daemon.process import own_process
     from orchestrator_sim.demo.run import Demo
 
     if not verbose:
         # The progress lines tell the story; the daemon's own log is for --verbose.
         logging.getLogger().setLevel(logging.WARNING)
     scratch = workdir or Path(tempfile.mkdtemp(prefix="orchestrator-demo-"))
-    run = Demo(scratch, port=port, say=click.echo)
+    # The demo's process is the daemon's, as under `orchestrator run`.
+    run = Demo(scratch, port=port, say=click.echo, process=own_process())
     ok = False
     try:
         url = run.start()

@@ -18,6 +18,7 @@ from orchestrator_sim.demo.world import REPO, SCENARIO, DemoWorld, start_world
 
 if TYPE_CHECKING:
     from orchestrator.daemon.daemon import Daemon
+    from orchestrator.daemon.process import ProcessSetup
 
 MERGE_STATE = "Merging"
 
@@ -60,13 +61,22 @@ class Summary:
 
 
 class Demo:
-    """One demo run in ``workdir``; ``say`` prints a line of progress."""
+    """One demo run in ``workdir``; ``say`` prints a line of progress.
+
+    ``process`` is how the command set its process up for the daemon (None: the daemon
+    shares the calling program's process as it is).
+    """
 
     def __init__(
-        self, workdir: Path, *, port: int, say: Callable[[str], None], harden: bool = True
+        self,
+        workdir: Path,
+        *,
+        port: int,
+        say: Callable[[str], None],
+        process: ProcessSetup | None = None,
     ) -> None:
         self.workdir = workdir
-        self.harden = harden
+        self.process = process
         self.port = port
         self.say = say
         self._world: DemoWorld | None = None
@@ -103,7 +113,7 @@ class Demo:
             "ORCHESTRATOR_DEMO_PYTHON": sys.executable,
         }
         self._daemon = daemon = Daemon(
-            demo_policy_path(), port=self.port, env=env, harden=self.harden
+            demo_policy_path(), port=self.port, env=env, process=self.process
         )
         daemon.start()
         approval = daemon.view.policy.tracker.state_labels[MERGE_STATE]
