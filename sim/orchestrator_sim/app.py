@@ -43,6 +43,7 @@ from orchestrator_sim.emulator import Emulator
 from orchestrator_sim.errors import DOCS_URL, SimError
 from orchestrator_sim.faults import FaultDecision, FaultRule
 from orchestrator_sim.githttp import parse_git_path, run_http_backend
+from orchestrator_sim.graphql_names import mutation_name
 from orchestrator_sim.linear.api import linear_routes
 from orchestrator_sim.linear.control import linear_control_routes
 from orchestrator_sim.records import User
@@ -228,6 +229,8 @@ class GitHubFront:
             snapshot = billing.snapshot(token, resource)
             self.record(request, token, route, _Outcome(exc.status, 0, False, False))
             return self.secondary_response(exc, snapshot)
+        # Merge queues and auto-merges act on what changed since the last request.
+        await anyio.to_thread.run_sync(self.emulator.settle)
         return token, user, decision
 
     async def serve_rest(self, request: Request, spec: RouteSpec, route: str) -> Response:
@@ -386,7 +389,7 @@ class GitHubFront:
                 return self.json_response(
                     400, {"message": "Problems parsing JSON", "documentation_url": DOCS_URL}
                 )
-            operation = _mutation_name(body)
+            operation = mutation_name(body)
             status, document = await self._run_graphql(user, body, tally)
         finally:
             billing.release(token)
@@ -538,33 +541,6 @@ def _etag_matches(header: str | None, etag: str) -> bool:
         if value == "*" or value.removeprefix("W/") == wanted:
             return True
     return False
-
-
-def _mutation_name(body: dict[str, Any]) -> str | None:
-    """The first field of a GraphQL mutation (``resolveReviewThread`` ...), None for queries."""
-    query = body.get("query")
-    if not isinstance(query, str):
-        return None
-    from graphql import GraphQLError, OperationDefinitionNode, OperationType, parse
-    from graphql.language import FieldNode
-
-    try:
-        document = parse(query)
-    except GraphQLError:
-        return None
-    wanted = body.get("operationName")
-    for definition in document.definitions:
-        if not isinstance(definition, OperationDefinitionNode):
-            continue
-        if wanted and (definition.name is None or definition.name.value != wanted):
-            continue
-        if definition.operation != OperationType.MUTATION:
-            return None
-        for selection in definition.selection_set.selections:
-            if isinstance(selection, FieldNode):
-                return str(selection.name.value)
-        return "mutation"
-    return None
 
 
 def _group(specs: Iterable[RouteSpec]) -> dict[str, dict[str, RouteSpec]]:

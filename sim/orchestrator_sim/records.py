@@ -12,6 +12,8 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 
+from orchestrator_sim.records_rules import AutoMergeRequest, QueueEntry, Ruleset
+
 # GitHub's repository permission levels, weakest first.
 PERMISSION_LEVELS: tuple[str, ...] = ("read", "triage", "write", "maintain", "admin")
 
@@ -342,7 +344,11 @@ class Repo:
     ``branches`` maps each branch name to its head SHA as last seen in the bare
     repository; ``permissions`` maps logins to a level in `PERMISSION_LEVELS`
     (the owner is always admin); ``protections`` maps protected branch names to
-    their rules. Dict keys are ids, numbers or lower-cased names.
+    their rules. Dict keys are ids, numbers or lower-cased names. ``rulesets``,
+    ``merge_queue`` (every base's entries, in order), ``auto_merges`` (by pull
+    request number), ``allow_auto_merge`` and ``merge_group_checks`` (the check
+    runs the emulated CI reports on each merge group: name to conclusion) are
+    `orchestrator_sim.records_rules`'s.
     """
 
     id: int
@@ -370,6 +376,11 @@ class Repo:
     check_runs: dict[int, CheckRun] = field(default_factory=dict)
     statuses: list[CommitStatus] = field(default_factory=list)
     protections: dict[str, BranchProtection] = field(default_factory=dict)
+    rulesets: dict[int, Ruleset] = field(default_factory=dict)
+    merge_queue: list[QueueEntry] = field(default_factory=list)
+    auto_merges: dict[int, AutoMergeRequest] = field(default_factory=dict)
+    allow_auto_merge: bool = False
+    merge_group_checks: dict[str, str] = field(default_factory=dict)
 
     @property
     def full_name(self) -> str:

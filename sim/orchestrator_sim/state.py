@@ -4,7 +4,8 @@
 operation that changes them, so the REST routes, the GraphQL executor and the
 control API all see one consistent world. It is assembled from one layer per
 kind of resource (`state_core`, `state_accounts`, `state_issues`,
-`state_checks`, `state_reviews`, `state_protection`, `state_pulls`) and adds
+`state_checks`, `state_reviews`, `state_protection`, `state_pulls`,
+`state_rulesets`, `state_queue`) and adds
 snapshots. Each public
 method takes the lock itself; a caller that reads several records and wants
 them consistent holds ``state.lock`` around the whole read. Methods raise the
@@ -41,7 +42,7 @@ from orchestrator_sim.records import (
 )
 from orchestrator_sim.snapshot import from_json, to_json
 from orchestrator_sim.state_core import GitView, MergeabilityProbe
-from orchestrator_sim.state_pulls import PullsState
+from orchestrator_sim.state_queue import QueueState
 from orchestrator_sim.state_reviews import InlineComment, LineNotInDiff
 
 __all__ = [
@@ -70,7 +71,7 @@ __all__ = [
 ]
 
 
-class SimState(PullsState):
+class SimState(QueueState):
     """Every account, repository and record of the emulated GitHub, with one lock.
 
     Ids come from one monotonic counter; node ids are derived from them.

@@ -51,6 +51,9 @@ class GitView(Protocol):
     def moved_line(self, repo: Repo, old: str, new: str, path: str, line: int) -> int | None:
         """Where ``line`` of ``path`` at ``old`` is at ``new``; None when a change touched it."""
 
+    def is_signed(self, repo: Repo, sha: str) -> bool:
+        """Whether the commit carries a signature (a ``gpgsig`` header)."""
+
 
 K = TypeVar("K")
 V = TypeVar("V")
