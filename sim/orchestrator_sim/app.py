@@ -28,7 +28,14 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from orchestrator.logs import get_logger
-from orchestrator_sim import rest_apps, rest_checks, rest_issues, rest_pulls, rest_repos
+from orchestrator_sim import (
+    rest_apps,
+    rest_checks,
+    rest_issues,
+    rest_pulls,
+    rest_repos,
+    rest_rulesets,
+)
 from orchestrator_sim.api import Call, Reply, RouteSpec
 from orchestrator_sim.apps import JwtRefused
 from orchestrator_sim.billing import (
@@ -66,7 +73,13 @@ _BASE_HEADERS = {
 
 def all_routes() -> tuple[RouteSpec, ...]:
     """Every REST operation; check-run and status routes precede the plain commit route."""
-    return rest_checks.ROUTES + rest_issues.ROUTES + rest_pulls.ROUTES + rest_repos.ROUTES
+    return (
+        rest_checks.ROUTES
+        + rest_issues.ROUTES
+        + rest_pulls.ROUTES
+        + rest_repos.ROUTES
+        + rest_rulesets.ROUTES
+    )
 
 
 @dataclass(slots=True)
@@ -480,6 +493,7 @@ class GitHubFront:
             content_encoding=request.headers.get("content-encoding"),
             git_protocol=request.headers.get("git-protocol"),
             body=await request.body(),
+            base_url=self.base_url(request),
         )
         write = parsed.is_push and parsed.subpath == "git-receive-pack"
         self.record(request, token, route, _Outcome(answer.status, 0, False, write))

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
+from orchestrator_sim.control_rules_client import RulesControl
+
 
 class ControlRequestError(Exception):
     """The control API refused a request."""
@@ -23,8 +25,9 @@ class ControlRequestError(Exception):
         self.message = message
 
 
-class ControlClient:
-    """Drives one emulator's ``/_control`` API at ``base_url``."""
+class ControlClient(RulesControl):
+    """Drives one emulator's ``/_control`` API at ``base_url`` (rulesets, merge settings,
+    the merge queue and auto-merge: `RulesControl`)."""
 
     def __init__(self, base_url: str, timeout: float = 30.0) -> None:
         if not base_url.startswith(("http://", "https://")):

@@ -7,7 +7,8 @@ how long it takes to work out, set rate budgets, add fault rules, and read the
 counters and the write log. It is never billed and needs no token; the server
 listens on 127.0.0.1 only. Errors use the envelope ``{"error": {"code",
 "message"}}``. The scenario steps themselves live in
-`orchestrator_sim.control_steps`, the bulk seed of thousands of issues and
+`orchestrator_sim.control_steps` (rulesets, merge settings, the merge queue and
+auto-merge in `orchestrator_sim.control_rules`), the bulk seed of thousands of issues and
 pull requests in one call in `orchestrator_sim.control_seed`.
 """
 
@@ -25,6 +26,7 @@ from starlette.routing import Route
 from orchestrator_sim import control_steps as steps
 from orchestrator_sim.apps import billing_key
 from orchestrator_sim.billing import RESOURCES, SecondaryPolicy
+from orchestrator_sim.control_rules import rules_routes
 from orchestrator_sim.control_seed import seed
 from orchestrator_sim.control_steps import (
     ControlError,
@@ -266,5 +268,6 @@ def control_routes(emulator: Emulator) -> list[Route]:
         ("POST", PREFIX + "/apps", create_app),
         ("POST", PREFIX + "/apps/{slug}/installations", install_app),
         ("POST", PREFIX + "/app-tokens/expire", expire_app_tokens),
+        *rules_routes(REPO),
     ]
     return method_routes(table, lambda handler: _endpoint(emulator, handler))

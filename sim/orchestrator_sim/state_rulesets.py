@@ -189,16 +189,19 @@ class RulesetsState(PullsState):
         method: str | None = None,
         *,
         via_queue: bool = False,
+        ignore_queue: bool = False,
     ) -> str | None:
         """GitHub's message for the first ruleset rule this merge breaks, None when none.
 
         ``method`` (merge, squash, rebase) is checked against the rules that
         depend on it; ``via_queue`` is the merge queue's own merge, which a
-        ``merge_queue`` rule allows.
+        ``merge_queue`` rule allows and which is up to date by construction;
+        ``ignore_queue`` asks what else than the queue stands in the way.
         """
         with self.lock:
             rules = self.rules_for(repo, pr.base_ref, actor, for_merge=True)
-            if not via_queue and any(rule.type == "merge_queue" for rule in rules):
+            queued = via_queue or ignore_queue
+            if not queued and any(rule.type == "merge_queue" for rule in rules):
                 return QUEUE_REQUIRED
             for rule in rules:
                 problem = self._rule_problem(repo, pr, rule, method, via_queue)
@@ -292,7 +295,7 @@ class RulesetsState(PullsState):
             state = super().mergeable_state(repo, pr)
             if state in ("unknown", "dirty", "draft"):
                 return state
-            problem = self.ruleset_problem(repo, pr, via_queue=True)
+            problem = self.ruleset_problem(repo, pr, ignore_queue=True)
             if problem == OUT_OF_DATE:
                 return "behind"
             return "blocked" if problem is not None else state
