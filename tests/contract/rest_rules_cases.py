@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from tests.contract.rest_scene import R, Case, Scene
+from tests.contract.rest_scene import Case, R, Scene
 
 RULESET_BODY: dict[str, Any] = {
     "name": "contract",

@@ -22,8 +22,9 @@ from tests.contract.openapi_contract import (
     load_contract,
 )
 from tests.contract.rest_rules_cases import RULES_CASES
-from tests.contract.rest_scene import R, Case, Scene, scene  # noqa: F401 (the fixture)
+from tests.contract.rest_scene import Case, R, Scene
 from tests.contract.rest_scene import get as _get
+
 
 def _merge_unknown(s: Scene) -> tuple[str, Any]:
     number, head = s.fresh_pull(settle=False)

@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from orchestrator_sim.control import ControlRequestError
 from orchestrator_sim.rulesets import targets
+from orchestrator_sim.testing import Account, SimWorld
 from tests.sim.strict import graphql, manual_world, new_account, open_pull, pull_json, rest
 
 STATE = """query($n: Int!) { repository(owner: "acme", name: "widgets") {
@@ -34,7 +36,9 @@ FULL_PULL_REQUEST = {
 }
 
 
-def _merge(world, number, account=None, method="squash"):  # type: ignore[no-untyped-def]
+def _merge(
+    world: SimWorld, number: int, account: Account | None = None, method: str = "squash"
+) -> httpx.Response:
     path = f"/repos/{world.repo}/pulls/{number}/merge"
     return rest(world, "PUT", path, {"merge_method": method}, account)
 
@@ -122,8 +126,9 @@ def test_rulesets_are_written_by_admins_with_githubs_validation(tmp_path: Path) 
 
         assert as_writer.status_code == 403
         assert missing.status_code == 422
-        assert "Invalid property /rules/0/parameters/dismiss_stale_reviews_on_push" in (
-            missing.json()["message"]
+        assert (
+            "Invalid property /rules/0/parameters/dismiss_stale_reviews_on_push"
+            in (missing.json()["message"])
         )
         assert "rule type 'workflows' is not modelled" in unknown_type.json()["message"]
         assert created.status_code == 201
@@ -224,7 +229,7 @@ def test_bypass_actors_merge_past_the_rules(tmp_path: Path) -> None:
 
 def test_merge_methods_history_and_signatures(tmp_path: Path) -> None:
     with manual_world(tmp_path) as (world, clock):
-        rules = [
+        rules: list[dict[str, Any]] = [
             {"type": "pull_request", "parameters": {"allowed_merge_methods": ["squash", "merge"]}},
             {"type": "required_linear_history"},
             {"type": "required_signatures"},
