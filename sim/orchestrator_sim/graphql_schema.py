@@ -19,13 +19,13 @@ from orchestrator_sim.graphql_cost import (
     github_schema_path,
     load_github_schema,
 )
+from orchestrator_sim.graphql_schema_queue import QUEUE_SDL
 
 log = get_logger(__name__)
 
-# The part of GitHub's schema the emulator answers. Every type, field, argument
-# and enum value here exists in GitHub's schema with the same type (a contract
-# test proves it), so a document valid here is valid on GitHub.
-EMULATED_SDL = """
+# The subset (see the module's docstring); merging's part is graphql_schema_queue's.
+EMULATED_SDL = (
+    """
 schema {
   query: Query
   mutation: Mutation
@@ -540,6 +540,8 @@ type MarkPullRequestReadyForReviewPayload {
   pullRequest: PullRequest
 }
 """
+    + QUEUE_SDL
+)
 
 _schema_lock = threading.Lock()
 _emulated: list[GraphQLSchema] = []
