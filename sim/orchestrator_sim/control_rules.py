@@ -67,11 +67,7 @@ def set_merge_settings(emulator: Emulator, params: dict[str, Any], data: dict[st
             f"({', '.join(sorted(_GROUP_RESULTS))})"
         )
     with emulator.state.lock:
-        if allow is not None:
-            repo.allow_auto_merge = allow
-        if checks is not None:
-            repo.merge_group_checks = dict(checks)
-        emulator.state._touch()
+        emulator.state.set_merge_settings(repo, allow_auto_merge=allow, merge_group_checks=checks)
         return {
             "allow_auto_merge": repo.allow_auto_merge,
             "merge_group_checks": dict(repo.merge_group_checks),

@@ -112,9 +112,7 @@ class MergeQueue:
             if verdict == "UNMERGEABLE":
                 state.drop_entry(repo, entry, bot)
                 return True
-            if entry.state != verdict:
-                entry.state = verdict
-                state._touch()
+            state.set_entry_state(entry, verdict)
         ready = []
         for entry in building[: max(1, rule_int(rule, "max_entries_to_merge", 5))]:
             if entry.state != "MERGEABLE":
@@ -136,23 +134,19 @@ class MergeQueue:
         for index, entry in enumerate(entries):
             if index >= limit:
                 if entry.group_ref is not None:
-                    state.retired_groups.append((repo, entry.group_ref))
-                    entry.group_ref = entry.group_sha = entry.group_parent = entry.built_at = None
-                    entry.state = "QUEUED"
+                    state.record_group(repo, entry, None, None, None)
                     changed = True
                 continue
             stale = entry.group_sha is None or entry.group_parent != parent
             if stale or repo.branches.get(entry.group_ref or "") != entry.group_sha:
                 if entry.group_ref is not None:
-                    state.retired_groups.append((repo, entry.group_ref))
+                    state.record_group(repo, entry, None, None, None)
                     self._delete_retired()
                 if not self._build_group(repo, entry, parent, queue_method(rule)):
                     state.drop_entry(repo, entry, self._bot().login)
                     return None
                 changed = True
             parent = entry.group_sha or parent
-        if changed:
-            state._touch()
         return changed
 
     def _build_group(self, repo: Repo, entry: QueueEntry, parent: str, method: str) -> bool:
@@ -180,9 +174,7 @@ class MergeQueue:
             emulator.git.set_ref(path, ref, None, parent)
             return False
         state.set_branch(repo, ref, sha)
-        entry.group_ref, entry.group_sha, entry.group_parent = ref, sha, parent
-        entry.built_at = state.now()
-        entry.state = "AWAITING_CHECKS"
+        state.record_group(repo, entry, ref, sha, parent)
         for name, result in sorted(repo.merge_group_checks.items()):
             done = result in CHECK_CONCLUSIONS
             status = "completed" if done else result
@@ -209,7 +201,7 @@ class MergeQueue:
         if entry.group_sha is None:
             return "QUEUED"
         problems = [
-            state._check_problem(repo, entry.group_sha, name)
+            state.check_problem(repo, entry.group_sha, name)
             for name in self.required_checks(repo, entry.base_ref)
         ]
         if "failing" in problems:
@@ -237,10 +229,8 @@ class MergeQueue:
         emulator.git.set_ref(emulator.repo_path(repo), base, head, base_sha)
         state.set_branch(repo, base, head, bot)
         for entry in ready:
-            repo.merge_queue.remove(entry)
+            state.finish_entry(repo, entry)
             state.record_merge(repo, entry.number, bot, entry.group_sha or head, entry.group_parent)
-            if entry.group_ref is not None:
-                state.retired_groups.append((repo, entry.group_ref))
             if base == repo.default_branch and entry.group_parent and entry.group_sha:
                 emulator.close_by_commits(repo, entry.group_parent, entry.group_sha, entry.enqueuer)
             log.info("sim_merge_queue_merged", repo=repo.full_name, pull=entry.number, sha=head)
@@ -269,8 +259,7 @@ class MergeQueue:
         for number, request in list(repo.auto_merges.items()):
             pr = repo.pulls[number]
             if pr.merged or repo.issues[number].state != "open":
-                del repo.auto_merges[number]
-                state._touch()
+                state.forget_auto_merge(repo, number)
                 changed = True
                 continue
             rule = state.queue_rule(repo, pr.base_ref)
@@ -299,7 +288,6 @@ class MergeQueue:
                 )
                 state.disable_auto_merge(repo, pr, request.enabled_by)
             else:
-                repo.auto_merges.pop(number, None)
-                state._touch()
+                state.forget_auto_merge(repo, number)
             changed = True
         return changed

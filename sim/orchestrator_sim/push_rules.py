@@ -197,7 +197,7 @@ def _ref_rule(
         names = rule.parameters.get("required_status_checks")
         state = emulator.state
         for name in names if isinstance(names, list) else []:
-            problem = state._check_problem(repo, new, name)
+            problem = state.check_problem(repo, new, name)
             if problem is not None:
                 return Violation(f'Required status check "{name}" is {problem}.')
     return None

@@ -114,6 +114,12 @@ class ProtectionState(ReviewsState):
         rules = self.protection(repo, pr.base_ref)
         if rules is None or not rules.dismiss_stale_reviews:
             return []
+        return self.dismiss_approvals_of_other_heads(repo, pr, actor)
+
+    def dismiss_approvals_of_other_heads(
+        self, repo: Repo, pr: PullRequest, actor: str
+    ) -> list[Review]:
+        """Dismiss every approval given on another head than the pull request's own."""
         with self.lock:
             dismissed = []
             issue = self.issue(repo, pr.number)

@@ -143,6 +143,49 @@ class QueueState(RulesetsState):
             self._event(repo, repo.issues[entry.number], "removed_from_merge_queue", actor)
             self._touch()
 
+    def record_group(
+        self, repo: Repo, entry: QueueEntry, ref: str | None, sha: str | None, parent: str | None
+    ) -> None:
+        """Note the merge group built for ``entry`` (all None: none is built any more; the
+        old group's branch is retired)."""
+        with self.lock:
+            if entry.group_ref is not None and entry.group_ref != ref:
+                self.retired_groups.append((repo, entry.group_ref))
+            entry.group_ref, entry.group_sha, entry.group_parent = ref, sha, parent
+            entry.built_at = self.now() if sha is not None else None
+            entry.state = "AWAITING_CHECKS" if sha is not None else "QUEUED"
+            self._touch()
+
+    def set_entry_state(self, entry: QueueEntry, state: str) -> None:
+        with self.lock:
+            if entry.state != state:
+                entry.state = state
+                self._touch()
+
+    def finish_entry(self, repo: Repo, entry: QueueEntry) -> None:
+        """Take a merged entry out of the queue (its pull request records the merge)."""
+        with self.lock:
+            repo.merge_queue.remove(entry)
+            if entry.group_ref is not None:
+                self.retired_groups.append((repo, entry.group_ref))
+            self._touch()
+
+    def set_merge_settings(
+        self,
+        repo: Repo,
+        *,
+        allow_auto_merge: bool | None = None,
+        merge_group_checks: dict[str, str] | None = None,
+    ) -> None:
+        """The repository's auto-merge setting, and what the emulated CI reports on merge
+        groups (check name to conclusion or pending status)."""
+        with self.lock:
+            if allow_auto_merge is not None:
+                repo.allow_auto_merge = allow_auto_merge
+            if merge_group_checks is not None:
+                repo.merge_group_checks = dict(merge_group_checks)
+            self._touch()
+
     # ------------------------------------------------------------- auto-merge
 
     def enable_auto_merge(
@@ -194,6 +237,12 @@ class QueueState(RulesetsState):
             self._event(repo, repo.issues[pr.number], "auto_merge_enabled", request.enabled_by)
             self._touch()
             return request
+
+    def forget_auto_merge(self, repo: Repo, number: int) -> None:
+        """Drop the request of a pull request that merged or closed."""
+        with self.lock:
+            if repo.auto_merges.pop(number, None) is not None:
+                self._touch()
 
     def disable_auto_merge(self, repo: Repo, pr: PullRequest, actor: str) -> AutoMergeRequest:
         """Cancel a pull request's auto-merge; refused when none is set."""

@@ -251,7 +251,7 @@ class RulesetsState(PullsState):
         problems = [
             (name, problem)
             for name in contexts
-            if (problem := self._check_problem(repo, pr.head_sha, name)) is not None
+            if (problem := self.check_problem(repo, pr.head_sha, name)) is not None
         ]
         failing = [name for name, problem in problems if problem == "failing"]
         if failing:
@@ -264,6 +264,12 @@ class RulesetsState(PullsState):
         if strict and contexts and not via_queue and self.behind_base(repo, pr):
             return OUT_OF_DATE
         return None
+
+    def check_problem(self, repo: Repo, sha: str, name: str) -> str | None:
+        """``expected`` or ``failing`` for a required check ``name`` on ``sha``, None when it
+        passed (branch protection's reading, shared by rulesets, pushes and merge groups)."""
+        with self.lock:
+            return self._check_problem(repo, sha, name)
 
     def behind_base(self, repo: Repo, pr: PullRequest) -> bool:
         """Whether the base head is missing from the pull request's head (not up to date)."""
@@ -326,12 +332,4 @@ class RulesetsState(PullsState):
             )
             if not wanted:
                 return dismissed
-            issue = self.issue(repo, pr.number)
-            for review in self.pull_reviews(repo, pr.number):
-                if review.state == "APPROVED" and review.commit_id != pr.head_sha:
-                    review.state = "DISMISSED"
-                    dismissed.append(review)
-                    self._event(repo, issue, "review_dismissed", actor)
-            if dismissed:
-                self._touch()
-            return dismissed
+            return dismissed + self.dismiss_approvals_of_other_heads(repo, pr, actor)

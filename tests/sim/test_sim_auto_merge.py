@@ -8,7 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator_sim.testing import Account, SimWorld
-from tests.sim.strict import graphql, manual_world, new_account, open_pull, pull_json, rest
+from tests.sim.strict import (
+    Pull,
+    graphql,
+    manual_world,
+    new_account,
+    open_pull,
+    pull_json,
+    rest,
+)
 
 ENABLE = """mutation($id: ID!, $oid: GitObjectID, $method: PullRequestMergeMethod) {
   enablePullRequestAutoMerge(input: {pullRequestId: $id, expectedHeadOid: $oid,
@@ -31,6 +39,16 @@ def _enable(
     return graphql(world, ENABLE, {"id": node, "oid": oid, "method": method}, account)
 
 
+def _waiting_pull(world: SimWorld) -> tuple[Pull, str]:
+    """Auto-merge allowed, main requiring ``ci``, and a pull request without it: the pull
+    request and its node id."""
+    world.control.merge_settings(world.repo, allow_auto_merge=True)
+    world.control.protect(world.repo, "main", required_checks=["ci"])
+    pull = open_pull(world)
+    world.settle_mergeability()
+    return pull, str(pull_json(world, pull.number)["node_id"])
+
+
 def _view(world: SimWorld, number: int) -> dict[str, Any]:
     repository: dict[str, Any] = graphql(world, VIEW, {"n": number})["data"]["repository"]
     return repository
@@ -50,11 +68,7 @@ def test_auto_merge_is_off_until_the_repository_allows_it(tmp_path: Path) -> Non
 
 def test_auto_merge_merges_once_required_checks_pass(tmp_path: Path) -> None:
     with manual_world(tmp_path) as (world, _clock):
-        world.control.merge_settings(world.repo, allow_auto_merge=True)
-        world.control.protect(world.repo, "main", required_checks=["ci"])
-        pull = open_pull(world)
-        world.settle_mergeability()
-        node = str(pull_json(world, pull.number)["node_id"])
+        pull, node = _waiting_pull(world)
 
         stale = _enable(world, node, "0" * 40)
         enabled = _enable(world, node, pull.head)
@@ -92,12 +106,8 @@ def test_a_pull_request_that_can_merge_now_is_refused(tmp_path: Path) -> None:
 
 def test_a_push_without_write_access_cancels_auto_merge(tmp_path: Path) -> None:
     with manual_world(tmp_path) as (world, _clock):
-        world.control.merge_settings(world.repo, allow_auto_merge=True)
-        world.control.protect(world.repo, "main", required_checks=["ci"])
         outsider = new_account(world, "read")
-        pull = open_pull(world)
-        world.settle_mergeability()
-        node = str(pull_json(world, pull.number)["node_id"])
+        pull, node = _waiting_pull(world)
         _enable(world, node)
 
         world.control.push(world.repo, pull.branch, {"w.txt": "w\n"}, as_user="alice")
@@ -112,12 +122,8 @@ def test_a_push_without_write_access_cancels_auto_merge(tmp_path: Path) -> None:
 
 def test_disabling_auto_merge(tmp_path: Path) -> None:
     with manual_world(tmp_path) as (world, _clock):
-        world.control.merge_settings(world.repo, allow_auto_merge=True)
-        world.control.protect(world.repo, "main", required_checks=["ci"])
         reader = new_account(world, "read")
-        pull = open_pull(world)
-        world.settle_mergeability()
-        node = str(pull_json(world, pull.number)["node_id"])
+        pull, node = _waiting_pull(world)
         _enable(world, node)
 
         forbidden = graphql(world, DISABLE, {"id": node}, reader)

@@ -265,3 +265,25 @@ def test_a_merge_queue_needs_an_organization_owned_repository(tmp_path: Path) ->
         with pytest.raises(ControlRequestError) as refused:
             world.control.create_ruleset("alice/solo", "queue", [{"type": "merge_queue"}])
         assert "owned by an organization" in refused.value.message
+
+
+def test_a_pull_request_rule_dismisses_stale_approvals(tmp_path: Path) -> None:
+    with manual_world(tmp_path) as (world, clock):
+        rule = {
+            "type": "pull_request",
+            "parameters": {
+                "required_approving_review_count": 1,
+                "dismiss_stale_reviews_on_push": True,
+            },
+        }
+        world.control.create_ruleset(world.repo, "reviews", [rule])
+        pull = open_pull(world)
+        world.control.review(world.repo, pull.number, "APPROVED", as_user="alice")
+        world.control.push(world.repo, pull.branch, {"more.txt": "x\n"}, as_user="alice")
+        clock.advance(1)
+
+        reviews = rest(world, "GET", f"/repos/{world.repo}/pulls/{pull.number}/reviews").json()
+        assert [review["state"] for review in reviews] == ["DISMISSED"]
+        assert _merge(world, pull.number).json()["message"] == (
+            "At least 1 approving review is required by reviewers with write access."
+        )
