@@ -3,7 +3,8 @@
 `SimState` (`orchestrator_sim.state`) is built in layers, one module per kind
 of resource, each a subclass of the one below: this core, accounts and
 repositories, issues with labels and comments, checks and statuses, reviews and
-threads, branch protection, and pull requests on top. Each public method takes
+threads, branch protection, pull requests, rulesets, and the merge queue with
+auto-merge on top. Each public method takes
 the lock itself; a caller that reads several records and wants them consistent
 holds ``state.lock`` around the whole read.
 """
