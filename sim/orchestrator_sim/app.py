@@ -243,7 +243,8 @@ class GitHubFront:
             self.record(request, token, route, _Outcome(exc.status, 0, False, False))
             return self.secondary_response(exc, snapshot)
         # Merge queues and auto-merges act on what changed since the last request.
-        await anyio.to_thread.run_sync(self.emulator.settle)
+        if self.emulator.settle_needed():
+            await anyio.to_thread.run_sync(self.emulator.settle)
         return token, user, decision
 
     async def serve_rest(self, request: Request, spec: RouteSpec, route: str) -> Response:

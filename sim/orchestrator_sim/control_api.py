@@ -210,7 +210,8 @@ def _endpoint(emulator: Emulator, handler: ControlHandler) -> Callable[[Request]
         try:
             result = await anyio.to_thread.run_sync(handler, emulator, params, data)
             # A step's consequences (a merge group's checks passing ...) show in its answer's wake.
-            await anyio.to_thread.run_sync(emulator.settle)
+            if emulator.settle_needed():
+                await anyio.to_thread.run_sync(emulator.settle)
         except ControlError as exc:
             return _error(exc.status, "invalid", str(exc))
         except SimError as exc:

@@ -387,6 +387,10 @@ class Emulator:
         """Let the merge queues and auto-merges act on what changed (see `MergeQueue`)."""
         self.queue.settle()
 
+    def settle_needed(self) -> bool:
+        """Whether `settle` has anything to look at (checked without a thread or the lock)."""
+        return self.queue.busy()
+
 
 class _RepoGit:
     """The state's view of the bare repositories (`orchestrator_sim.state.GitView`)."""

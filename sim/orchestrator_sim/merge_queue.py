@@ -58,6 +58,13 @@ class MergeQueue:
     def __init__(self, emulator: Emulator) -> None:
         self.emulator = emulator
 
+    def busy(self) -> bool:
+        """Whether any queue, auto-merge or retired group waits (a cheap read, no lock)."""
+        state = self.emulator.state
+        return bool(state.retired_groups) or any(
+            repo.merge_queue or repo.auto_merges for repo in list(state.repos.values())
+        )
+
     def settle(self) -> None:
         """Act on everything the queues and auto-merges can act on now."""
         state = self.emulator.state
@@ -98,7 +105,8 @@ class MergeQueue:
         for entry in entries:
             pr = repo.pulls[entry.number]
             gone = pr.merged or repo.issues[entry.number].state != "open"
-            if rule is None or base_sha is None or gone or pr.head_sha != entry.head_sha:
+            moved = pr.head_sha != entry.head_sha or pr.base_ref != entry.base_ref
+            if rule is None or base_sha is None or gone or moved:
                 state.drop_entry(repo, entry, bot)
                 return True
         if rule is None or base_sha is None:

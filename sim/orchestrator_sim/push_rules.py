@@ -260,6 +260,14 @@ def check_push(
     request = parse_receive_request(body, content_encoding)
     if request is None:
         return None
+    with emulator.state.lock:
+        bound = any(
+            command.branch is not None
+            and emulator.state.rules_for(repo, command.branch, login, for_merge=False)
+            for command in request.commands
+        )
+    if not bound:
+        return None
     path = emulator.repo_path(repo)
     with tempfile.TemporaryDirectory(prefix="sim-quarantine-") as scratch:
         objects = Path(scratch) / "objects"

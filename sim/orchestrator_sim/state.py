@@ -111,6 +111,7 @@ class SimState(QueueState):
             self._tokens = {u.token: u.login.lower() for u in users if u.token is not None}
             self.repos = {r.full_name.lower(): r for r in repos}
             self._indexes.clear()
+            self.retired_groups.clear()
             self._last_id = last_id
             self._ids = itertools.count(last_id + 1)
             self._touch()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from orchestrator_sim.state import SimState
 from orchestrator_sim.testing import Account, SimWorld
 from tests.sim.strict import Pull, graphql, manual_world, new_account, open_pull, pull_json, rest
 
@@ -237,3 +238,31 @@ def test_entries_need_passing_checks_and_time_out_without_group_checks(tmp_path:
         clock.advance(61)
         assert _entry(world, pull.number)["mergeQueueEntry"] is None
         assert pull_json(world, pull.number)["state"] == "open"
+
+
+def test_rulesets_queue_entries_and_auto_merges_survive_a_snapshot(tmp_path: Path) -> None:
+    with manual_world(tmp_path) as (world, _clock):
+        world.control.create_ruleset(world.repo, "queue", QUEUE_RULES)
+        world.control.merge_settings(
+            world.repo, allow_auto_merge=True, merge_group_checks={"ci": "in_progress"}
+        )
+        queued, queued_node = _ready(world, {"one.txt": "1\n"})
+        waiting = open_pull(world, {"two.txt": "2\n"})
+        world.settle_mergeability()
+        _enqueue(world, queued_node)
+        world.control.enable_auto_merge(world.repo, waiting.number, as_user=world.bot.login)
+        assert _entry(world, queued.number)["mergeQueueEntry"]["state"] == "AWAITING_CHECKS"
+
+        state = world.server.emulator.state
+        saved = state.to_json()
+        copy = SimState()
+        copy.load_json(saved)
+
+        assert copy.to_json() == saved
+        repo = copy.repo(world.owner, world.name)
+        assert [entry.number for entry in repo.merge_queue] == [queued.number]
+        assert list(repo.auto_merges) == [waiting.number]
+        assert [rule.type for rule in next(iter(repo.rulesets.values())).rules] == [
+            "merge_queue",
+            "required_status_checks",
+        ]
