@@ -14,7 +14,8 @@ from pathlib import Path
 
 from orchestrator_sim.gitstore import GitStore
 
-_SIGNATURE_HEADERS = ("gpgsig ", "gpgsig-sha256 ")
+# The commit headers that carry a signature.
+SIGNATURE_HEADERS = ("gpgsig", "gpgsig-sha256")
 
 
 def commit_signed(
@@ -30,4 +31,4 @@ def commit_signed(
     if done.returncode != 0:
         return False
     headers = done.stdout.split("\n\n", 1)[0]
-    return any(line.startswith(_SIGNATURE_HEADERS) for line in headers.splitlines())
+    return any(line.partition(" ")[0] in SIGNATURE_HEADERS for line in headers.splitlines())

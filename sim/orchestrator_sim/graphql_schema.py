@@ -24,8 +24,7 @@ from orchestrator_sim.graphql_schema_queue import QUEUE_SDL
 log = get_logger(__name__)
 
 # The subset (see the module's docstring); merging's part is graphql_schema_queue's.
-EMULATED_SDL = (
-    """
+EMULATED_SDL = """
 schema {
   query: Query
   mutation: Mutation
@@ -540,8 +539,6 @@ type MarkPullRequestReadyForReviewPayload {
   pullRequest: PullRequest
 }
 """
-    + QUEUE_SDL
-)
 
 _schema_lock = threading.Lock()
 _emulated: list[GraphQLSchema] = []
@@ -552,7 +549,7 @@ def emulated_schema() -> GraphQLSchema:
     """The subset schema the executor runs on, built once."""
     with _schema_lock:
         if not _emulated:
-            _emulated.append(build_schema(EMULATED_SDL))
+            _emulated.append(build_schema(EMULATED_SDL + QUEUE_SDL))
         return _emulated[0]
 
 

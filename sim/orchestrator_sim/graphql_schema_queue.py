@@ -1,9 +1,9 @@
 """The part of GitHub's GraphQL schema for merging: the merge queue, auto-merge, merges.
 
-Appended to `orchestrator_sim.graphql_schema.EMULATED_SDL` (it extends its
-``Mutation``, ``Repository`` and ``PullRequest``); like the rest of the subset,
-every type, field, argument and enum value here is GitHub's (a contract test
-proves it).
+Built with `orchestrator_sim.graphql_schema.EMULATED_SDL` into the emulated
+schema (it extends that SDL's ``Mutation``, ``Repository`` and ``PullRequest``);
+like the rest of the subset, every type, field, argument and enum value here is
+GitHub's (a contract test proves it).
 """
 
 from __future__ import annotations

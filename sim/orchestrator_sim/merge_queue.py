@@ -164,8 +164,10 @@ class MergeQueue:
         path = emulator.repo_path(repo)
         pr = repo.pulls[entry.number]
         ref = f"{GROUP_PREFIX}{entry.base_ref}/pr-{entry.number}-{parent}"
-        if ref in repo.branches:
-            emulator.git.set_ref(path, ref, None, repo.branches[ref])
+        # A branch of that name left by an earlier group (or a build that failed) goes first.
+        leftover = emulator.git.resolve(path, f"refs/heads/{ref}")
+        if leftover is not None:
+            emulator.git.set_ref(path, ref, None, leftover)
         emulator.git.set_ref(path, ref, parent, None)
         enqueuer = state.user(entry.enqueuer)
         try:
@@ -181,6 +183,9 @@ class MergeQueue:
         except MergeConflict:
             emulator.git.set_ref(path, ref, None, parent)
             return False
+        except GitError:
+            emulator.git.set_ref(path, ref, None, parent)
+            raise
         state.set_branch(repo, ref, sha)
         state.record_group(repo, entry, ref, sha, parent)
         for name, result in sorted(repo.merge_group_checks.items()):

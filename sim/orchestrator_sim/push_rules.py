@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 from orchestrator.logs import get_logger
 from orchestrator_sim.errors import Unprocessable
+from orchestrator_sim.gitsign import SIGNATURE_HEADERS
 from orchestrator_sim.receive_pack import ZERO_SHA, parse_receive_request, refusal
 from orchestrator_sim.records import Repo
 from orchestrator_sim.records_rules import RulesetRule
@@ -121,7 +122,7 @@ def _parse_batch(output: bytes) -> list[_Commit]:
             elif key in ("author", "committer"):
                 email = value[value.find("<") + 1 : value.find(">")]
                 setattr(commit, f"{key}_email", email)
-            elif key in ("gpgsig", "gpgsig-sha256"):
+            elif key in SIGNATURE_HEADERS:
                 commit.signed = True
         commits.append(commit)
     return commits
