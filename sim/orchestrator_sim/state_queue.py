@@ -214,9 +214,9 @@ class QueueState(RulesetsState):
                 raise Conflict(HEAD_MOVED)
             if pr.merged or repo.issues[pr.number].state != "open":
                 raise Unprocessable("Pull request Pull request is closed")
-            status = self.mergeable_state(repo, pr)
-            if status == "draft":
+            if pr.draft:
                 raise Unprocessable("Pull request Pull request is in draft status")
+            status = self.mergeable_state(repo, pr)
             rule = self.queue_rule(repo, pr.base_ref)
             if rule is not None:
                 if self.merge_problem(repo, pr, actor, queue_method(rule)) is None:
