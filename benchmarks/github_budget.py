@@ -58,8 +58,9 @@ def measure(world: object, prs: int = 200) -> PollBudget:
         return int(control.counters()["tokens"].get(login, {}).get("billed", 0))
 
     client = GitHubClient(world.url, world.bot.token, cache=MemoryEtagCache())
+    gateway = GitHubGateway(client)
     tracker = GitHubIssuesTracker(
-        GitHubGateway(client),
+        lambda: gateway,
         TrackerSettings(repo=world.repo, required_labels=frozenset({"agent"})),
     )
     poller = PRStatePoller(client, client.cache, lambda login, t: Actor(login, t == "Bot"))

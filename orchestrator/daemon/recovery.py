@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from types import MappingProxyType
-from typing import Any
 
 from orchestrator.domain.accounts import same_account
 from orchestrator.domain.actions import SideEffect, SideEffectKind
@@ -32,10 +30,10 @@ from orchestrator.domain.side_effects import (
     UpdatePRBody,
     UpsertReviewComment,
     UpsertWorkpad,
+    effect_marker,
     payload_from_json,
 )
 from orchestrator.domain.snapshot import IssueRef
-from orchestrator.effects.writes import effect_marker
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.gateway import carries_marker
 from orchestrator.github.outcomes import PRInfo
@@ -67,8 +65,7 @@ def ref_of_key(key: str) -> IssueRef:
     return IssueRef(repo, int(number))
 
 
-def _ok(**data: str | int | None) -> EffectResult:
-    return EffectResult(ok=True, data=MappingProxyType(dict(data)))
+_ok = EffectResult.done
 
 
 def _on_the_issue(effect: SideEffect) -> bool:
@@ -81,35 +78,29 @@ def _on_the_issue(effect: SideEffect) -> bool:
 
 
 class IntentChecker:
-    """Finds out on GitHub whether one recorded intent took effect."""
+    """Finds out whether one recorded intent took effect: on GitHub, or in the tracker
+    for the issue's side."""
 
     def __init__(self, github: GitHubAccess) -> None:
         self.github = github
 
     def confirm(self, effect: SideEffect, pr_number: int | None) -> EffectResult | None:
         """The effect's result if GitHub shows it happened; None when it cannot be confirmed."""
-        if self.github.linear is not None and _on_the_issue(effect):
-            # A Linear issue's side (workpad, comment, state, Done) is not GitHub's to show:
-            # left unconfirmed, it is planned again, and its writes find before they create.
-            return None
+        if _on_the_issue(effect):
+            # The issue's side (workpad, comment, labels or state, closed) is its tracker's.
+            return self.github.tracker.confirm(effect)
         repo, key = effect.issue.repo, effect.idempotency_key
         match effect.payload:
             case CreatePR() as create:
                 return self._pull_request(repo, create)
             case PushBranch() as push:
                 return self._branch(repo, push)
-            case UpsertWorkpad() as workpad:
-                return self._comment(repo, effect.issue.number, workpad.marker, workpad.body)
             case UpsertReviewComment() as review:
                 return self._review_comment(repo, review, key)
-            case PostComment():
-                return self._comment(repo, effect.issue.number, effect_marker(key), None)
             case MergePR() as merge:
                 return self._merge(repo, merge)
-            case CloseIssue():
-                return _ok(changed=0) if self._issue(effect).get("state") == "closed" else None
             case SetLabels() as labels:
-                return self._labels(effect, labels)
+                return self._pr_labels(repo, labels)
             case UpdatePRBody() as update:
                 return self._pr_body(repo, update)
             case _:
@@ -122,26 +113,16 @@ class IntentChecker:
         return None
 
     def _branch(self, repo: str, payload: PushBranch) -> EffectResult | None:
-        branch = payload.branch
-        try:
-            data = self.github.client.request("GET", f"/repos/{repo}/git/ref/heads/{branch}").data
-        except GitHubError as error:
-            if error.status == 404:
-                return None
-            raise
-        sha = ((data or {}).get("object") or {}).get("sha")
-        if sha == payload.head_sha:
-            return _ok(branch=branch, head_sha=sha)
+        sha = self.github.gateway.ref_head(repo, payload.branch)
+        if sha is not None and sha == payload.head_sha:
+            return _ok(branch=payload.branch, head_sha=sha)
         return None
 
     def _comment(
         self, repo: str, number: int, marker: str, body: str | None
     ) -> EffectResult | None:
         login = self.github.login
-        items = self.github.client.paginate(
-            f"/repos/{repo}/issues/{number}/comments", conditional=True
-        )
-        for item in items:
+        for item in self.github.gateway.issue_comments(repo, number):
             text = str(item.get("body") or "")
             author = (item.get("user") or {}).get("login")
             if not same_account(author, login) or not carries_marker(text, marker):
@@ -166,13 +147,10 @@ class IntentChecker:
             return _ok(merge_commit_sha=pr.merge_commit_sha, already=1)
         return None
 
-    def _issue(self, effect: SideEffect) -> dict[str, Any]:
-        ref = effect.issue
-        data = self.github.client.request("GET", f"/repos/{ref.repo}/issues/{ref.number}").data
-        return dict(data or {})
-
-    def _labels(self, effect: SideEffect, payload: SetLabels) -> EffectResult | None:
-        labels = {str(label["name"]) for label in self._issue(effect).get("labels", [])}
+    def _pr_labels(self, repo: str, payload: SetLabels) -> EffectResult | None:
+        """Labels on the pull request (``on_number``)."""
+        assert payload.on_number is not None
+        labels = self.github.gateway.issue_labels(repo, payload.on_number)
         wanted, unwanted = set(payload.add), set(payload.remove)
         return _ok() if wanted <= labels and not (unwanted & labels) else None
 

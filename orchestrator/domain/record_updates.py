@@ -130,6 +130,16 @@ class EffectResult:
     data: Mapping[str, str | int | None] = field(default_factory=lambda: MappingProxyType({}))
     error: str | None = None
 
+    @classmethod
+    def done(cls, **data: str | int | None) -> EffectResult:
+        """The effect took place; ``data`` says what it made."""
+        return cls(ok=True, data=MappingProxyType(dict(data)))
+
+    @classmethod
+    def failed(cls, error: str, **data: str | int | None) -> EffectResult:
+        """The effect did not take place, and why."""
+        return cls(ok=False, error=error, data=MappingProxyType(dict(data)))
+
 
 def _text(data: Mapping[str, str | int | None], key: str) -> str | None:
     value = data.get(key)

@@ -13,6 +13,11 @@ from enum import StrEnum
 from typing import Any, ClassVar
 
 
+def effect_marker(key: str) -> str:
+    """The hidden marker that finds the comment or reply written for one idempotency key."""
+    return f"<!-- orchestrator-effect: {key} -->"
+
+
 class SideEffectKind(StrEnum):
     """The closed set of writes to GitHub or the git remote."""
 

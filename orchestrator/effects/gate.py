@@ -33,15 +33,16 @@ from orchestrator.domain.record_updates import EffectResult, apply_effect_result
 from orchestrator.domain.rollout import effective_mode
 from orchestrator.domain.side_effects import CreatePR, UpsertWorkpad, payload_json
 from orchestrator.domain.workpad import parse_workpad, render_workpad
+from orchestrator.effects.issue_writes import WriteTarget
 from orchestrator.effects.switches import IssueLabels, SwitchBoard
-from orchestrator.effects.writes import GitHubWrites, WriteTarget
+from orchestrator.effects.writes import GitHubWrites
 from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.logs import get_logger
 from orchestrator.store.database import Database
 from orchestrator.store.fencing import Fence, FenceLost
 from orchestrator.store.models import SideEffectStatus
 from orchestrator.store.records import RecordRow, RecordStore
-from orchestrator.tracker.linear_client import LinearError
+from orchestrator.tracker.base import TrackerError
 from orchestrator.wiring.access import GitHubAccess
 from orchestrator.wiring.policy_view import PolicyView
 
@@ -114,7 +115,7 @@ class SideEffectGate:
         # (a) kill switches, right now.
         try:
             stop = self._kill_switch(effect, view, row)
-        except (GitHubError, LinearError) as error:
+        except (GitHubError, TrackerError) as error:
             reason = f"could not re-check the kill switch labels: {error}"
             log.warning("side_effect_unchecked", **_fields(effect), error=reason)
             return GateOutcome(Verdict.FAILED, row, reason=reason)
@@ -213,35 +214,26 @@ class SideEffectGate:
         return None
 
     def _repo_stopped(self, repo: str, view: PolicyView) -> bool:
-        linear = self.github.linear
-        # Linear's open issues are polled now: the repo-wide stop label there stops too.
-        if linear is not None and linear.repo_stopped_now():
+        # A tracker beyond the repository's issues is polled now: its stop label stops too.
+        if self.github.tracker.repo_stopped(fresh=True):
             return True
-        items = self.github.client.paginate(
-            f"/repos/{repo}/issues",
-            params={"state": "open", "labels": view.flow.repo_kill_switch_label},
-            conditional=True,
+        return bool(
+            self.github.gateway.open_issues_labelled(repo, view.flow.repo_kill_switch_label)
         )
-        return bool(items)
 
     def _read_labels(self, effect: SideEffect, row: RecordRow | None) -> IssueLabels:
         ref = effect.issue
         read_at = time.monotonic()
-        linear = self.github.linear
-        # The issue's labels are Linear's with kind linear, read now; the PR's GitHub's.
-        issue = (
-            linear.read_labels(ref) if linear is not None else self._labels_of(ref.repo, ref.number)
-        )
+        # The issue's labels are its tracker's, read now; the pull request's GitHub's.
+        issue = self.github.tracker.labels_now(ref)
         pr_ref = row.record.workpad.pr if row is not None else None
-        pr = self._labels_of(ref.repo, pr_ref.number) if pr_ref is not None else frozenset()
+        pr = (
+            self.github.gateway.issue_labels(ref.repo, pr_ref.number)
+            if pr_ref is not None
+            else frozenset()
+        )
         self.switches.note_issue(ref, issue, pr, read_at=read_at)
         return IssueLabels(issue, pr, read_at)
-
-    def _labels_of(self, repo: str, number: int) -> frozenset[str]:
-        data = self.github.client.request(
-            "GET", f"/repos/{repo}/issues/{number}", conditional=True
-        ).data
-        return frozenset(str(label["name"]) for label in (data or {}).get("labels", []))
 
     # ------------------------------------------------------------- recording
 

@@ -1,8 +1,10 @@
 """Side effects of a policy with ``tracker.kind: linear``: the issue's side goes to Linear.
 
 The code's side is GitHub's as always (push, pull request, review comment,
-threads, merge): :class:`GitHubWrites` does it. What belongs to the issue goes
-to Linear through :class:`~orchestrator.tracker.linear_bridge.LinearIssues`:
+threads, merge): :class:`~orchestrator.effects.writes.GitHubWrites` does it. What
+belongs to the issue goes to Linear through the tracker port
+(:class:`~orchestrator.tracker.linear_bridge.LinearIssues`), and what Linear changes
+in the writes is :class:`LinearIssueWrites`:
 
 - the workpad is the bot's comment on the Linear issue (found before created);
 - a state label the planner sets on the issue is the Linear workflow state it
@@ -29,40 +31,21 @@ Every one of them still passes the gate first: rollout mode, outbox and kill swi
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
-
-from orchestrator.agent import RepoSource
-from orchestrator.domain.actions import SideEffect
-from orchestrator.domain.approval import ApprovalRecheck
 from orchestrator.domain.effects import PHASE_STATE
 from orchestrator.domain.labels import shared_labels
 from orchestrator.domain.pr_body import ClosingScope
 from orchestrator.domain.record_updates import EffectResult
 from orchestrator.domain.side_effects import (
-    CloseIssue,
-    CreatePR,
     MergePR,
-    PostComment,
     SetLabels,
-    UpdatePRBody,
-    UpsertWorkpad,
 )
-from orchestrator.domain.snapshot import IssueRef
-from orchestrator.effects.writes import (
-    GitHubWrites,
-    WriteTarget,
-    _failed,
-    _ok,
-    effect_marker,
-)
+from orchestrator.effects.issue_writes import TrackerApproval, WriteTarget
 from orchestrator.logs import get_logger
+from orchestrator.tracker.base import IssueTracker
 from orchestrator.tracker.linear_approval import LinearApproval, linear_approval
 from orchestrator.tracker.linear_bridge import LinearIssues
-from orchestrator.tracker.linear_client import LinearError
 from orchestrator.tracker.linear_people import is_linear_login
 from orchestrator.wiring.access import GitHubAccess
-from orchestrator.wiring.agents import AgentWiring
 from orchestrator.wiring.policy_view import PolicyView
 
 log = get_logger(__name__)
@@ -92,82 +75,38 @@ def with_linear_link(body: str, number: int, identifier: str, url: str) -> str:
     return text if link in text else f"{text}\n\n{link}"
 
 
-class LinearWrites(GitHubWrites):
-    """GitHub writes for the code, Linear writes for the issue (module docstring)."""
+class LinearIssueWrites:
+    """What Linear changes in the writes (module docstring)."""
 
-    def __init__(
-        self,
-        github: GitHubAccess,
-        linear: LinearIssues,
-        agents: Callable[[], AgentWiring],
-        source: Callable[[], RepoSource],
-    ) -> None:
-        super().__init__(github, agents, source)
+    def __init__(self, github: GitHubAccess, linear: LinearIssues) -> None:
+        self.github = github
         self.linear = linear
+        self.tracker: IssueTracker = linear
 
-    def _linked_body(self, body: str, target: WriteTarget, view: PolicyView) -> str:
-        ref = self._ref(target)
+    def pr_body(self, body: str, target: WriteTarget, view: PolicyView) -> str:
+        ref = target.ref
         linked = with_linear_link(
             body, target.number, self.linear.identifier(ref), self.linear.url(ref)
         )
         # What is left naming a GitHub issue by keyword names one this issue is not.
-        return self._closing_scope(target, view).honest(linked).text
+        return self.closing_scope(target, view).honest(linked).text
 
-    def _closing_scope(self, target: WriteTarget, view: PolicyView) -> ClosingScope:
+    def closing_scope(self, target: WriteTarget, view: PolicyView) -> ClosingScope:
         """No GitHub issue may be closed by keyword: the issue is Linear's, and its number
         names another issue on GitHub."""
         return ClosingScope(target.repo, None, view.flow.pr.web_base)
 
-    @staticmethod
-    def _ref(target: WriteTarget) -> IssueRef:
-        return IssueRef(target.repo, target.number)
+    def pr_opened(self, target: WriteTarget, url: str, title: str) -> None:
+        self.linear.link_pull_request(target.ref, url, title)
 
-    def perform(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
-        try:
-            return super().perform(effect, target, view)
-        except LinearError as error:
-            return _failed(f"Linear: {error.operation}: {error.code}: {error.message}")
+    def comment_text(self, text: str, key: str, view: PolicyView) -> str:
+        if WITHDRAWN in key:
+            # On Linear an approval state is a state: name it, not the label the gates saw.
+            for state, label in view.flow.state_labels.items():
+                text = text.replace(f"`{label}`", f"`{state}`")
+        return text
 
-    # --------------------------------------------------------- pull requests
-
-    def _create_pr(self, payload: CreatePR, target: WriteTarget, view: PolicyView) -> EffectResult:
-        linked = replace(payload, body=self._linked_body(payload.body, target, view))
-        result = super()._create_pr(linked, target, view)
-        url = result.data.get("url")
-        if result.ok and isinstance(url, str):
-            self.linear.link_pull_request(self._ref(target), url, payload.title)
-        return result
-
-    def _update_pr_body(
-        self, payload: UpdatePRBody, target: WriteTarget, view: PolicyView
-    ) -> EffectResult:
-        linked = replace(payload, body=self._linked_body(payload.body, target, view))
-        # The pull request links the Linear issue; no ``Closes #N`` is added back.
-        policy = view.policy
-        unclosing = replace(
-            view,
-            workflow=replace(
-                view.workflow, policy=replace(policy, pr=replace(policy.pr, closes_issue=False))
-            ),
-        )
-        return super()._update_pr_body(linked, target, unclosing)
-
-    def _labelled(self, target: WriteTarget, pr_number: int) -> set[int]:
-        """Only the pull request: the number of a Linear issue names no GitHub issue."""
-        return {pr_number}
-
-    # ---------------------------------------------------------------- issues
-
-    def _upsert_workpad(self, payload: UpsertWorkpad, target: WriteTarget) -> EffectResult:
-        comment = self.linear.upsert_workpad(self._ref(target), payload.body)
-        return _ok(linear_comment_id=comment.id, action="upserted")
-
-    def _set_labels(
-        self, payload: SetLabels, target: WriteTarget, view: PolicyView
-    ) -> EffectResult:
-        on = payload.on_number
-        if on is not None and on > 0 and on != target.number:
-            return super()._set_labels(payload, target, view)  # a label on the pull request
+    def set_labels(self, payload: SetLabels, target: WriteTarget, view: PolicyView) -> EffectResult:
         approval = _approval(view)
         added, removed = payload.add, payload.remove
         approving = set(approval.states.values()) | approval.labels
@@ -178,10 +117,12 @@ class LinearWrites(GitHubWrites):
         states = [by_label[label] for label in added if label in by_label]
         if not states:
             # Linear's labels on the issue are people's (stop, approval): not the runtime's.
-            return _ok(changed=0)
+            return EffectResult.done(changed=0)
         if len(states) > 1:
-            return _failed(f"more than one tracker state to set at once: {', '.join(states)}")
-        ref = self._ref(target)
+            return EffectResult.failed(
+                f"more than one tracker state to set at once: {', '.join(states)}"
+            )
+        ref = target.ref
         # Read now: a person may have just moved the issue into an approval state.
         current = self.linear.read_now(ref) if approval.states else None
         if current is not None and current.state in approval.states and current.state != states[0]:
@@ -191,22 +132,22 @@ class LinearWrites(GitHubWrites):
                 state=current.state,
                 phase_state=states[0],
             )
-            return _ok(changed=0, kept=current.state)
+            return EffectResult.done(changed=0, kept=current.state)
         self.linear.set_tracker_state(ref, states[0])
-        return _ok(changed=1)
+        return EffectResult.done(changed=1)
 
     def _withdraw(
         self, target: WriteTarget, view: PolicyView, approval: LinearApproval, labels: list[str]
     ) -> EffectResult:
         """Withdraw a stale approval: its labels come off the Linear issue, and an issue
         still in the approval state goes back to the state its phase shows."""
-        ref = self._ref(target)
+        ref = target.ref
         issue = self.linear.read_now(ref)
         changed = self.linear.remove_labels(
             ref, [name for name in labels if name in approval.labels]
         )
         if approval.states.get(issue.state) not in labels:
-            return _ok(changed=changed)
+            return EffectResult.done(changed=changed)
         phase = target.record.phase if target.record is not None else None
         back = PHASE_STATE.get(phase) if phase is not None else None
         if back is None or back not in view.flow.state_labels or back in approval.states:
@@ -214,63 +155,37 @@ class LinearWrites(GitHubWrites):
             log.warning(
                 "linear_stale_approval_state_kept", issue=issue.identifier, state=issue.state
             )
-            return _ok(changed=changed, kept=issue.state)
+            return EffectResult.done(changed=changed, kept=issue.state)
         self.linear.set_tracker_state(ref, str(back))
         log.info(
             "linear_stale_approval_withdrawn", issue=issue.identifier, state=issue.state, to=back
         )
-        return _ok(changed=changed + 1, moved_to=str(back))
+        return EffectResult.done(changed=changed + 1, moved_to=str(back))
 
-    def _recheck_approval(
+    def recheck_approval(
         self, payload: MergePR, target: WriteTarget, view: PolicyView
-    ) -> ApprovalRecheck:
-        """The approval's facts read again now, from Linear's history too.
+    ) -> TrackerApproval:
+        """The approval's facts read again now, from Linear's history.
 
         A Linear approver must still be the one who last moved the issue into its approval
-        state or added its approval label, and still be trusted; GitHub approvers still
-        need write permission, as without Linear.
+        state or added its approval label, and still be trusted; GitHub approvers are the
+        GitHub side's to check, as without Linear.
         """
-        approvers = payload.approvers
-        labels = payload.approval_labels
         approval = _approval(view)
         on_linear = set(approval.states.values()) | approval.labels
-        if not any(is_linear_login(login) for login in approvers) and not shared_labels(
-            on_linear, labels
-        ):
-            return super()._recheck_approval(payload, target, view)
-        evidence = self.linear.approval(self._ref(target), approval, fresh=True)
+        owned = frozenset(login for login in payload.approvers if is_linear_login(login))
+        if not owned and not shared_labels(on_linear, payload.approval_labels):
+            return TrackerApproval()
+        evidence = self.linear.approval(target.ref, approval, fresh=True)
         trusted = {event.actor.login for event in evidence.events if event.actor.can_write}
-        gateway = self.github.gateway
-        lost: dict[str, str] = {}
-        for login in approvers:
-            if is_linear_login(login):
-                if login not in trusted:
-                    lost[login] = (
-                        f"{login} no longer approves on Linear (the issue left the approval "
-                        "state or lost the label, someone else set it again, or the user is no "
-                        "longer trusted)"
-                    )
-            elif not gateway.can_write(target.repo, login, fresh=True):
-                lost[login] = f"the approver {login} no longer has write permission"
-        present = (evidence.labels | self._labels_now(target, payload)) if labels else frozenset()
-        return ApprovalRecheck(lost, present)
-
-    def _post_comment(
-        self, payload: PostComment, key: str, target: WriteTarget, view: PolicyView
-    ) -> EffectResult:
-        marker = effect_marker(key)
-        text = payload.body
-        if WITHDRAWN in key:
-            # On Linear an approval state is a state: name it, not the label the gates saw.
-            for state, label in view.flow.state_labels.items():
-                text = text.replace(f"`{label}`", f"`{state}`")
-        body = f"{text}\n\n{marker}"
-        comment_id = self.linear.upsert_comment(self._ref(target), marker, body)
-        return _ok(linear_comment_id=comment_id)
-
-    def _close_issue(
-        self, payload: CloseIssue, target: WriteTarget, view: PolicyView
-    ) -> EffectResult:
-        state = view.policy.merge.completion_state
-        self.linear.set_tracker_state(self._ref(target), state)
-        return _ok(changed=1)
+        lost = {
+            login: (
+                f"{login} no longer approves on Linear (the issue left the approval "
+                "state or lost the label, someone else set it again, or the user is no "
+                "longer trusted)"
+            )
+            for login in owned
+            if login not in trusted
+        }
+        labels = evidence.labels if payload.approval_labels else frozenset()
+        return TrackerApproval(owned=owned, lost=lost, labels=frozenset(labels))

@@ -1,4 +1,6 @@
-"""How each kind of side effect is performed, with the gateway's idempotent helpers.
+"""How each kind of side effect is performed: the code's side with the gateway's
+idempotent helpers, the issue's side through the tracker port (and what the tracker
+changes, :mod:`orchestrator.effects.issue_writes`).
 
 Only the side-effect gate calls this. Every write is safe to repeat after a
 crash or a lost answer: pull requests are found by branch before one is
@@ -9,8 +11,7 @@ expected head SHA, and pushes are fast-forward only from the issue's workspace.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from types import MappingProxyType
+from dataclasses import replace
 
 from orchestrator.agent import IssueRef as WorkspaceIssue
 from orchestrator.agent import RepoSource
@@ -20,7 +21,6 @@ from orchestrator.domain.agent_files.errors import GITHUB_BODY_LIMIT
 from orchestrator.domain.approval import ApprovalRecheck, approval_lapsed
 from orchestrator.domain.policy import MergeMethod
 from orchestrator.domain.pr_body import (
-    ClosingScope,
     closes_tracked,
     merge_commit_text,
     merge_human_edits,
@@ -41,9 +41,10 @@ from orchestrator.domain.side_effects import (
     UpdatePRBody,
     UpsertReviewComment,
     UpsertWorkpad,
+    effect_marker,
 )
-from orchestrator.domain.snapshot import StoredRecord
-from orchestrator.github.errors import GitHubError, RateLimited
+from orchestrator.effects.issue_writes import IssueWrites, WriteTarget, problem_result
+from orchestrator.github.errors import GitHubError
 from orchestrator.github.outcomes import (
     CommentUpserted,
     HeadMoved,
@@ -54,26 +55,18 @@ from orchestrator.github.outcomes import (
     PROpen,
 )
 from orchestrator.logs import get_logger
+from orchestrator.tracker.base import TrackerError
 from orchestrator.wiring.access import GitHubAccess
 from orchestrator.wiring.agents import AgentWiring
 from orchestrator.wiring.policy_view import PolicyView
 from orchestrator.workflow.schema import ReviewCommentMode
 
-
-def effect_marker(key: str) -> str:
-    """The hidden marker that finds the comment or reply written for one idempotency key."""
-    return f"<!-- orchestrator-effect: {key} -->"
-
-
 log = get_logger(__name__)
 
 
-def _ok(**data: str | int | None) -> EffectResult:
-    return EffectResult(ok=True, data=MappingProxyType(dict(data)))
-
-
-def _failed(error: str, **data: str | int | None) -> EffectResult:
-    return EffectResult(ok=False, error=error, data=MappingProxyType(dict(data)))
+_ok = EffectResult.done
+_failed = EffectResult.failed
+_problem = problem_result
 
 
 def _refused(identifier: str, head: str, error: PushRefused) -> EffectResult:
@@ -90,46 +83,27 @@ def _lost(identifier: str, head: str, why: str) -> EffectResult:
     return _failed(message, commits_lost=head)
 
 
-def _problem(value: object) -> EffectResult | None:
-    """A helper's refusal as a failed result; a spent budget stops the caller at once."""
-    if isinstance(value, RateLimited):
-        raise value
-    if isinstance(value, GitHubError):
-        return _failed(str(value))
-    return None
-
-
-@dataclass(frozen=True)
-class WriteTarget:
-    """Where an effect lands: the issue, its title, and its record (for the PR number)."""
-
-    repo: str
-    number: int
-    title: str
-    record: StoredRecord | None
-
-    @property
-    def pr_number(self) -> int | None:
-        pr = self.record.workpad.pr if self.record is not None else None
-        return pr.number if pr is not None else None
-
-
 class GitHubWrites:
     """Performs side effects; raises :class:`RateLimited` when the budget is spent."""
 
     def __init__(
         self,
         github: GitHubAccess,
+        issue: IssueWrites,
         agents: Callable[[], AgentWiring],
         source: Callable[[], RepoSource],
     ) -> None:
         self.github = github
+        self.issue = issue
+        self.tracker = issue.tracker
         self._agents = agents
         self._source = source
 
     def perform(self, effect: SideEffect, target: WriteTarget, view: PolicyView) -> EffectResult:
         try:
             return self._perform(effect, target, view)
+        except TrackerError as error:
+            return _failed(error.summary)
         except (GitHubError, AgentLayerError, ValueError, OSError) as error:
             return _failed(f"{type(error).__name__}: {error}")
 
@@ -143,7 +117,7 @@ class GitHubWrites:
             case UpdatePRBody() as update:
                 return self._update_pr_body(update, target, view)
             case UpsertWorkpad() as workpad:
-                return self._upsert_workpad(workpad, target)
+                return self.tracker.upsert_workpad(target.ref, workpad.marker, workpad.body)
             case UpsertReviewComment() as review:
                 return self._upsert_review_comment(review, key, target, view)
             case SetLabels() as labels:
@@ -191,20 +165,24 @@ class GitHubWrites:
             return _lost(identifier, head, f"branch {branch} is at {current[:12]} in the workspace")
         # A plain push (no force) is refused by the remote unless it fast-forwards. Commits
         # that may land on the base branch as they are must close no other issue.
-        closing = self._closing_scope(target, view) if view.flow.merge.lands_commits else None
+        closing = self.issue.closing_scope(target, view) if view.flow.merge.lands_commits else None
         try:
             pushed = wiring.workspaces.publish(workspace, self._source(), closing=closing)
         except PushRefused as error:
             return _refused(identifier, head, error)
         return _ok(branch=branch, head_sha=pushed)
 
-    def _closing_scope(self, target: WriteTarget, view: PolicyView) -> ClosingScope:
-        """The issue the pull request may close by keyword: the one it is for."""
-        return ClosingScope(target.repo, target.number, view.flow.pr.web_base)
-
     # --------------------------------------------------------- pull requests
 
     def _create_pr(self, payload: CreatePR, target: WriteTarget, view: PolicyView) -> EffectResult:
+        payload = replace(payload, body=self.issue.pr_body(payload.body, target, view))
+        result = self._open_pr(payload, target, view)
+        url = result.data.get("url")
+        if result.ok and isinstance(url, str):
+            self.issue.pr_opened(target, url, payload.title)
+        return result
+
+    def _open_pr(self, payload: CreatePR, target: WriteTarget, view: PolicyView) -> EffectResult:
         gateway = self.github.gateway
         settings = view.policy.pr
         branch = payload.branch
@@ -258,7 +236,9 @@ class GitHubWrites:
         self, payload: UpdatePRBody, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
         """Rewrite the description, keeping what people changed since the runtime last wrote it."""
-        number, body, previous = payload.pr_number, payload.body, payload.previous
+        number, previous = payload.pr_number, payload.previous
+        body = self.issue.pr_body(payload.body, target, view)
+        scope = self.issue.closing_scope(target, view)
         notes = list(payload.notes)
         written = [body]
 
@@ -267,11 +247,12 @@ class GitHubWrites:
                 merged = merge_human_edits(previous, current, body)
                 notes.extend(merged.notes)
                 text = merged.text
-                closing = f"Closes #{target.number}"
-                if view.policy.pr.closes_issue and not closes_tracked(
+                # A pull request closes its issue by keyword only where it is GitHub's.
+                closes = view.policy.pr.closes_issue and scope.number is not None
+                if closes and not closes_tracked(
                     text, target.repo, target.number, web_base=view.flow.pr.web_base
                 ):
-                    text = f"{text}\n\n{closing}"
+                    text = f"{text}\n\nCloses #{target.number}"
                 written[0] = text[:GITHUB_BODY_LIMIT]
             return written[0]
 
@@ -284,25 +265,18 @@ class GitHubWrites:
         self, payload: MergePR, target: WriteTarget, view: PolicyView
     ) -> ApprovalRecheck:
         """The merge's approval read again, uncached: a writer demoted a minute ago no longer
-        approves, and a label approval needs one of its labels still on the issue or PR."""
+        approves, and a label approval needs one of its labels still on the issue or PR.
+        The tracker answers for its own approvers and the issue's labels."""
+        tracked = self.issue.recheck_approval(payload, target, view)
         gateway = self.github.gateway
-        lost = {
-            login: f"the approver {login} no longer has write permission"
-            for login in payload.approvers
-            if not gateway.can_write(target.repo, login, fresh=True)
-        }
-        labelled = bool(payload.approval_labels)
-        return ApprovalRecheck(lost, self._labels_now(target, payload) if labelled else frozenset())
-
-    def _labels_now(self, target: WriteTarget, payload: MergePR) -> frozenset[str]:
-        present: set[str] = set()
-        for number in self._labelled(target, payload.pr_number):
-            present |= self.github.gateway.issue_labels(target.repo, number)
-        return frozenset(present)
-
-    def _labelled(self, target: WriteTarget, pr_number: int) -> set[int]:
-        """The GitHub issue and pull request whose labels may carry an approval."""
-        return {target.number, pr_number}
+        lost = dict(tracked.lost)
+        for login in payload.approvers:
+            if login not in tracked.owned and not gateway.can_write(target.repo, login, fresh=True):
+                lost[login] = f"the approver {login} no longer has write permission"
+        labels = tracked.labels
+        if payload.approval_labels:
+            labels |= gateway.issue_labels(target.repo, payload.pr_number)
+        return ApprovalRecheck(lost, labels)
 
     def _merge(self, payload: MergePR, target: WriteTarget, view: PolicyView) -> EffectResult:
         head = payload.head_sha
@@ -327,7 +301,7 @@ class GitHubWrites:
                 pr_title=pr.title,
                 pr_body=pr.body,
                 head_label=f"{target.repo.split('/')[0]}/{pr.head_branch}",
-                scope=self._closing_scope(target, view),
+                scope=self.issue.closing_scope(target, view),
             )
         result = self.github.gateway.merge_if_head_matches(
             target.repo, number, head, method.value, commit=commit
@@ -366,15 +340,6 @@ class GitHubWrites:
             return self._upsert(repo, number, marker, f"{body}\n\n{marker}")
         return self._upsert(repo, number, REVIEW_COMMENT_MARKER, body)
 
-    def _upsert_workpad(self, payload: UpsertWorkpad, target: WriteTarget) -> EffectResult:
-        return self._upsert(target.repo, target.number, payload.marker, payload.body)
-
-    def _post_comment(
-        self, payload: PostComment, key: str, target: WriteTarget, view: PolicyView
-    ) -> EffectResult:
-        marker = effect_marker(key)
-        return self._upsert(target.repo, target.number, marker, f"{payload.body}\n\n{marker}")
-
     # --------------------------------------------------------------- threads
 
     def _reply_thread(self, payload: ReplyThread, key: str, target: WriteTarget) -> EffectResult:
@@ -395,27 +360,27 @@ class GitHubWrites:
     ) -> EffectResult:
         # A label on the pull request (``on_number``) or, by default, on the issue.
         number = payload.on_number
+        if number is None or number <= 0 or number == target.number:
+            return self.issue.set_labels(payload, target, view)
         result = self.github.gateway.set_issue_labels(
-            target.repo,
-            number if number is not None and number > 0 else target.number,
-            add=payload.add,
-            remove=payload.remove,
+            target.repo, number, add=payload.add, remove=payload.remove
         )
         return _problem(result) or _ok()
+
+    def _post_comment(
+        self, payload: PostComment, key: str, target: WriteTarget, view: PolicyView
+    ) -> EffectResult:
+        marker = effect_marker(key)
+        text = self.issue.comment_text(payload.body, key, view)
+        return self.tracker.upsert_comment(target.ref, marker, f"{text}\n\n{marker}")
 
     def _close_issue(
         self, payload: CloseIssue, target: WriteTarget, view: PolicyView
     ) -> EffectResult:
-        gateway = self.github.gateway
         # A completion state with a label of its own (merge.completion_state) is shown first.
-        labels = view.policy.tracker.state_labels
-        wanted = labels.get(view.policy.merge.completion_state)
-        if wanted:
-            others = set(labels.values()) - {wanted} - set(view.flow.approval_labels)
-            problem = _problem(
-                gateway.set_issue_labels(target.repo, target.number, add=[wanted], remove=others)
-            )
-            if problem is not None:
-                return problem
-        result = gateway.close_issue(target.repo, target.number, payload.reason)
-        return _problem(result) or _ok(changed=int(bool(result)))
+        return self.tracker.close(
+            target.ref,
+            reason=payload.reason,
+            state=view.policy.merge.completion_state,
+            keep=frozenset(view.flow.approval_labels),
+        )

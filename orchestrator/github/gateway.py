@@ -1,4 +1,4 @@
-"""The runtime helpers: every write the daemon makes on GitHub, idempotent.
+"""The gateway: every write the daemon makes on GitHub, idempotent, over its reads.
 
 Creates are find-or-create (a pull request by head branch, a comment by a
 hidden marker), so a crash or a lost response never duplicates anything: an
@@ -8,18 +8,13 @@ before any second attempt.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
 from typing import Any
 
-from orchestrator.domain.accounts import is_bot_login, same_account
+from orchestrator.domain.accounts import same_account
 from orchestrator.domain.pr_body import CommitText
-from orchestrator.github.client import GitHubClient
 from orchestrator.github.errors import GitHubError, Problem, RateLimited
 from orchestrator.github.outcomes import (
-    ApprovalActor,
     CommentAction,
     CommentUpserted,
     HeadMoved,
@@ -29,13 +24,12 @@ from orchestrator.github.outcomes import (
     PRInfo,
     PROpen,
 )
+from orchestrator.github.reads import GitHubReads
 from orchestrator.logs import get_logger, issue_key
 
 log = get_logger(__name__)
 
-WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 CREATE_ATTEMPTS = 3
-PERMISSION_TTL_S = 600.0
 
 
 def carries_marker(body: str, marker: str) -> bool:
@@ -48,13 +42,8 @@ def carries_marker(body: str, marker: str) -> bool:
     return lines[0].strip() == marker or lines[-1].strip() == marker
 
 
-class GitHubGateway:
+class GitHubGateway(GitHubReads):
     """Idempotent reads and writes of one GitHub endpoint, for the runtime."""
-
-    def __init__(self, client: GitHubClient) -> None:
-        self.client = client
-        self._permissions: dict[tuple[str, str], tuple[float, str]] = {}
-        self._lock = threading.Lock()
 
     # -- pull requests -------------------------------------------------
 
@@ -71,18 +60,6 @@ class GitHubGateway:
             },
         )
         return [PRInfo.from_rest(item) for item in items if item["head"]["ref"] == branch]
-
-    def branch_head(self, repo: str, branch: str) -> str | None:
-        """The commit ``branch`` points at on GitHub; None when there is no such branch."""
-        try:
-            data = self.client.request("GET", f"/repos/{repo}/branches/{branch}").data
-        except GitHubError as error:
-            if error.status == 404:
-                return None
-            raise
-        commit = data.get("commit") if isinstance(data, dict) else None
-        sha = commit.get("sha") if isinstance(commit, dict) else None
-        return sha if isinstance(sha, str) else None
 
     def find_or_create_pr(
         self,
@@ -364,66 +341,6 @@ class GitHubGateway:
         except (GitHubError, RateLimited) as problem:
             return problem
 
-    def permission(self, repo: str, login: str, *, fresh: bool = False) -> str:
-        """The user's permission on the repository (cached for a few minutes unless ``fresh``)."""
-        key = (repo, login)
-        with self._lock:
-            cached = self._permissions.get(key)
-        if not fresh and cached is not None and time.monotonic() - cached[0] < PERMISSION_TTL_S:
-            return cached[1]
-        try:
-            data = self.client.request(
-                "GET", f"/repos/{repo}/collaborators/{login}/permission", conditional=True
-            ).data
-            permission = str(data.get("permission") or "none")
-        except GitHubError as error:
-            if error.status not in (403, 404):
-                raise
-            permission = "none"
-        with self._lock:
-            self._permissions[key] = (time.monotonic(), permission)
-        return permission
-
-    def can_write(self, repo: str, login: str, *, fresh: bool = False) -> bool:
-        return self.permission(repo, login, fresh=fresh) in WRITE_PERMISSIONS
-
-    def issue_labels(self, repo: str, number: int) -> frozenset[str]:
-        """The labels of an issue or pull request, read now."""
-        data = self.client.request("GET", f"/repos/{repo}/issues/{number}").data
-        return frozenset(str(label["name"]) for label in (data or {}).get("labels", []))
-
-    def approval_actor(self, repo: str, number: int, label: str) -> ApprovalActor | Problem | None:
-        """Who added ``label`` most recently (if it is on the issue), and whether it counts."""
-        try:
-            events = self.client.paginate(f"/repos/{repo}/issues/{number}/events", conditional=True)
-            added = [
-                e
-                for e in events
-                if e.get("event") == "labeled" and (e.get("label") or {}).get("name") == label
-            ]
-            if not added:
-                return None
-            last = added[-1]
-            removed_after = any(
-                e.get("event") == "unlabeled"
-                and (e.get("label") or {}).get("name") == label
-                and int(e["id"]) > int(last["id"])
-                for e in events
-            )
-            if removed_after:
-                return None
-            actor = last.get("actor") or {}
-            login = str(actor.get("login", ""))
-            bot = is_bot_login(login, actor.get("type")) or same_account(login, self.client.login)
-            return ApprovalActor(
-                login=login,
-                is_bot=bot,
-                can_write=(not bot) and self.can_write(repo, login),
-                at=datetime.fromisoformat(str(last["created_at"]).replace("Z", "+00:00")),
-            )
-        except (GitHubError, RateLimited) as problem:
-            return problem
-
     # -- review threads --------------------------------------------------
 
     def reply_to_thread(
@@ -482,23 +399,6 @@ class GitHubGateway:
                 ):
                     return str(comment["id"])
         return None
-
-    def comment_editor(self, node_id: str) -> str | Problem | None:
-        """Who last edited an issue comment (its GraphQL node id); None when never edited."""
-        from orchestrator.github.queries import comment_editor_request
-
-        request = comment_editor_request(node_id)
-        try:
-            data = self.client.graphql(request.query, dict(request.variables))
-        except (GitHubError, RateLimited) as problem:
-            return problem
-        node = data.get("node") or {}
-        if node.get("id") != node_id:
-            return GitHubError("POST /graphql node", 404, "the comment was not found", False)
-        if not node.get("lastEditedAt"):
-            return None
-        editor = node.get("editor") or {}
-        return str(editor.get("login") or "ghost")
 
     def mark_ready_for_review(self, node_id: str) -> bool | Problem:
         """Take a draft pull request out of draft (harmless when it is not a draft)."""

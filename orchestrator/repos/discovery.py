@@ -8,7 +8,6 @@ repositories carrying the label ``tracker.repo_opt_in_label``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from urllib.parse import quote
 
 from orchestrator.github.errors import GitHubError
 from orchestrator.logs import get_logger
@@ -28,9 +27,9 @@ def opted_in(github: GitHubAccess, label: str) -> tuple[str, ...]:
     One list of the installation's repositories, then one read of the label per
     repository. Raises :class:`DiscoveryError` when the list cannot be read.
     """
-    client = github.client
+    gateway = github.gateway
     try:
-        listed = client.paginate("/installation/repositories", key="repositories")
+        listed = gateway.installation_repositories()
     except GitHubError as error:
         raise DiscoveryError(f"cannot list the App installation's repositories: {error}") from None
     found: list[str] = []
@@ -39,12 +38,12 @@ def opted_in(github: GitHubAccess, label: str) -> tuple[str, ...]:
         if not isinstance(name, str) or entry.get("archived"):
             continue
         try:
-            client.request("GET", f"/repos/{name}/labels/{quote(label, safe='')}")
+            labelled = gateway.has_label(name, label)
         except GitHubError as error:
-            if error.status != 404:
-                log.warning("repo_opt_in_unread", repo=name, label=label, error=str(error))
+            log.warning("repo_opt_in_unread", repo=name, label=label, error=str(error))
             continue
-        found.append(name)
+        if labelled:
+            found.append(name)
     return tuple(sorted(found, key=str.lower))
 
 

@@ -13,7 +13,8 @@ from datetime import datetime
 
 from orchestrator.agent import RepoSource
 from orchestrator.effects.gate import SideEffectGate
-from orchestrator.effects.linear_writes import LinearWrites
+from orchestrator.effects.issue_writes import GitHubIssueWrites, IssueWrites
+from orchestrator.effects.linear_writes import LinearIssueWrites
 from orchestrator.effects.switches import SwitchBoard
 from orchestrator.effects.writes import GitHubWrites
 from orchestrator.github.accounting import Accounting
@@ -27,6 +28,7 @@ from orchestrator.store.records import RecordStore
 from orchestrator.tick.cycle import Tick
 from orchestrator.tick.execute import Executor
 from orchestrator.tick.gather import SnapshotBuilder
+from orchestrator.tracker.base import IssueTracker
 from orchestrator.turns.claimer import TurnClaimer
 from orchestrator.turns.pool import WorkerPool
 from orchestrator.turns.runner import TurnRunner
@@ -71,10 +73,15 @@ class Shared:
 
 
 def github_access(
-    shared: Shared, view: PolicyView, *, credentials: TokenProvider, retry: RetryPolicy | None
+    shared: Shared,
+    view: PolicyView,
+    *,
+    credentials: TokenProvider,
+    retry: RetryPolicy | None,
+    issues: IssueTracker | None = None,
 ) -> GitHubAccess:
     """GitHub for ``view``'s repository, through the daemon's one credential, cache and
-    accounting (with kind linear, the Linear issues beside it)."""
+    accounting; its issues are ``issues`` when tracked elsewhere, else the repository's."""
     policy = view.policy
     return GitHubAccess(
         endpoint=github_endpoint(policy),
@@ -84,8 +91,21 @@ def github_access(
         accounting=shared.accounting,
         tracker=tracker_settings(policy, view.flow, view.repo),
         retry=retry,
-        linear=linear_issues(policy, view.flow, shared.accounting) if view.linear else None,
+        issues=issues,
     )
+
+
+def tracked_github(
+    shared: Shared, view: PolicyView, *, credentials: TokenProvider, retry: RetryPolicy | None
+) -> tuple[GitHubAccess, IssueWrites]:
+    """GitHub for ``view``'s repository with its issue tracker, and what that tracker
+    changes in the writes: the one place that picks the tracker's adapter."""
+    if view.linear:
+        linear = linear_issues(view.policy, view.flow, shared.accounting)
+        github = github_access(shared, view, credentials=credentials, retry=retry, issues=linear)
+        return github, LinearIssueWrites(github, linear)
+    github = github_access(shared, view, credentials=credentials, retry=retry)
+    return github, GitHubIssueWrites(github)
 
 
 def build_parts(
@@ -100,13 +120,9 @@ def build_parts(
 ) -> Parts:
     """The GitHub access and everything a tick and a turn use, for ``view``'s repository
     (the claimer is the daemon's, shared by its repositories)."""
-    github = github_access(shared, view, credentials=credentials, retry=retry)
+    github, issue_writes = tracked_github(shared, view, credentials=credentials, retry=retry)
     builder = SnapshotBuilder(github, shared.records, shared.switches)
-    writes = (
-        LinearWrites(github, github.linear, agents, repo_source)
-        if github.linear is not None
-        else GitHubWrites(github, agents, repo_source)
-    )
+    writes = GitHubWrites(github, issue_writes, agents, repo_source)
     gate = SideEffectGate(
         db=shared.db,
         records=shared.records,
@@ -139,7 +155,7 @@ def preflight(github: GitHubAccess, view: PolicyView) -> RepoSource | None:
     """
     try:
         login = github.login
-        data = github.client.request("GET", f"/repos/{view.repo}").data
+        data = github.gateway.repository(view.repo)
     except (GitHubError, RateLimited) as error:
         if view.policy.rollout.preflight_required:
             endpoint = redact_text(github_endpoint(view.policy))

@@ -80,7 +80,7 @@ class SnapshotBuilder:
         repo = view.repo
         github.feed.watch(self._watched_labels(view))
         candidates = {issue.ref for issue in self._candidates()}
-        moved = github.feed.changes() | self._linear_changes()
+        moved = github.feed.changes() | github.tracker.changes()
         self._moved |= moved
         if not moved:
             return frozenset()
@@ -131,20 +131,18 @@ class SnapshotBuilder:
         )
         live = {ref: row for ref, row in rows.items() if row.record.phase is not Phase.DONE}
         if only is None:
-            self._details.forget_except(repo, set(live))
+            github.tracker.forget_except(set(live))
         missing = [ref for ref in live if ref not in candidates]
         refreshed = github.tracker.refresh_by_ids(missing)
         issues: dict[IssueRef, TrackedIssue] = {**candidates, **refreshed}
 
         carriers = {label: github.feed.carriers(label) for label in self._watched_labels(view)}
         repo_stop = view.flow.repo_kill_switch_label
-        # With Linear, an open Linear issue with the repo-wide stop label stops it too.
-        stopped = bool(carriers.get(repo_stop)) or (
-            github.linear is not None and github.linear.repo_stopped()
-        )
+        # A tracker beyond the repository's issues may hold the repo-wide stop label too.
+        stopped = bool(carriers.get(repo_stop)) or github.tracker.repo_stopped()
         self.switches.note_repo(repo, stopped, read_at=read_at)
         if only is None:
-            moved = self._moved | github.feed.changes() | self._linear_changes()
+            moved = self._moved | github.feed.changes() | github.tracker.changes()
             self._moved = set()
             prs, unread = self._pulls.read(
                 view, issues, live, carriers, moved=moved, budget_s=budget_s, now=now
@@ -182,15 +180,10 @@ class SnapshotBuilder:
     # ---------------------------------------------------------------- issues
 
     def _candidates(self) -> list[TrackedIssue]:
-        """The tracker's candidates; with Linear, the repository's feed is brought up to date
-        too (it holds the pull requests' labels and the repository's stop label)."""
+        """The tracker's candidates; the repository's feed is brought up to date too (it
+        holds the pull requests' labels and the repository's stop label)."""
         self.github.refresh_feed()
         return self.github.tracker.fetch_candidates()
-
-    def _linear_changes(self) -> set[int]:
-        """The Linear issues that moved since the last call (none without Linear)."""
-        linear = self.github.linear
-        return linear.changes() if linear is not None else set()
 
     # ---------------------------------------------------------------- labels
 

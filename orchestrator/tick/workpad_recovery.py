@@ -1,7 +1,8 @@
 """Rebuild an issue's record from its workpad comment when the database has no row for it.
 
-With Linear, the workpad is the bot's comment on the Linear issue; the review
-comment and everything else that authorizes a merge is still read from GitHub.
+The workpad is the bot's comment on the issue, in its tracker (a Linear issue's on
+Linear); the review comment and everything else that authorizes a merge is read
+from GitHub.
 
 The workpad comment is a recovery hint, never an authority: it lives on GitHub
 where people with write access can edit it. So a record is adopted only from a
@@ -18,7 +19,6 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
 from orchestrator.domain.accounts import same_account
 from orchestrator.domain.phases import Phase, WaitingReason
@@ -28,7 +28,6 @@ from orchestrator.domain.workpad import (
     ReviewState,
     WorkpadRecord,
     WorkpadStatus,
-    is_workpad_comment,
     parse_workpad,
     recovery_record,
 )
@@ -36,7 +35,7 @@ from orchestrator.github.errors import GitHubError, RateLimited
 from orchestrator.github.gateway import carries_marker
 from orchestrator.logs import get_logger
 from orchestrator.store.records import RecordRow, RecordStore, RecoveryNote
-from orchestrator.tracker.linear_client import LinearError
+from orchestrator.tracker.base import OwnComment, TrackerError
 from orchestrator.wiring.access import GitHubAccess
 from orchestrator.wiring.policy_view import PolicyView
 
@@ -62,18 +61,18 @@ class WorkpadRecovery:
         """(the adopted row or None, whether the issue has no workpad at all)."""
         ref = issue.ref
         try:
-            found = self._own_workpads(view.repo, ref)
+            found = self._own_workpads(ref)
             if not found:
                 return None, True
             if len(found) > 1:
-                ids = ", ".join(str(item.get("id")) for item in found)
+                ids = ", ".join(item.id for item in found)
                 return self._untrusted(view, issue, now, found[0], f"several workpads ({ids})")
             comment = found[0]
-            editor = self._editor(comment)
+            editor = self._editor(comment.id, comment.node_id)
             if editor is not None:
                 problem = f"the comment was edited by {editor}, not by the orchestrator"
                 return self._untrusted(view, issue, now, comment, problem)
-            body = str(comment.get("body") or "")
+            body = comment.body
             marker = view.flow.workpad_marker
             parsed = parse_workpad(
                 body, marker=marker, default_phase=view.flow.default_phase, now=now
@@ -117,41 +116,19 @@ class WorkpadRecovery:
 
     # ------------------------------------------------------------ reading
 
-    def _comments(self, repo: str, number: int) -> list[dict[str, Any]]:
+    def _own_workpads(self, ref: IssueRef) -> list[OwnComment]:
         try:
-            return list(
-                self.github.client.paginate(
-                    f"/repos/{repo}/issues/{number}/comments", conditional=True
-                )
-            )
-        except GitHubError as error:
+            return self.github.tracker.own_workpads(ref)
+        except (GitHubError, TrackerError) as error:
             raise _TryLater(str(error)) from None
 
-    def _own_workpads(self, repo: str, ref: IssueRef) -> list[dict[str, Any]]:
-        linear = self.github.linear
-        if linear is not None:
-            # A Linear issue's workpad is the bot's Linear comment; only its author can edit it.
-            try:
-                return [
-                    {"id": c.id, "body": c.body, "linear": True} for c in linear.own_workpads(ref)
-                ]
-            except LinearError as error:
-                raise _TryLater(str(error)) from None
-        login = self.github.login
-        return [
-            dict(item)
-            for item in self._comments(repo, ref.number)
-            if same_account((item.get("user") or {}).get("login"), login)
-            and is_workpad_comment(str(item.get("body") or ""))
-        ]
-
-    def _editor(self, comment: dict[str, Any]) -> str | None:
-        """Who other than the bot last edited the comment (None: unedited or edited by the bot)."""
-        if comment.get("linear"):
-            return None  # Linear lets only a comment's author edit it
-        node_id = str(comment.get("node_id") or "")
+    def _editor(self, comment_id: str, node_id: str | None) -> str | None:
+        """Who other than the bot last edited the comment (None: unedited or edited by the bot,
+        or a comment only its author can edit)."""
+        if node_id is None:
+            return None
         if not node_id:
-            raise _TryLater(f"comment {comment.get('id')} has no node id")
+            raise _TryLater(f"comment {comment_id} has no node id")
         editor = self.github.gateway.comment_editor(node_id)
         if isinstance(editor, RateLimited):
             raise editor
@@ -175,7 +152,11 @@ class WorkpadRecovery:
     def _reviewed_heads(self, repo: str, pr_number: int) -> set[str]:
         login = self.github.login
         heads: set[str] = set()
-        for item in self._comments(repo, pr_number):
+        try:
+            items = self.github.gateway.issue_comments(repo, pr_number)
+        except GitHubError as error:
+            raise _TryLater(str(error)) from None
+        for item in items:
             body = str(item.get("body") or "")
             if not same_account((item.get("user") or {}).get("login"), login):
                 continue
@@ -185,7 +166,7 @@ class WorkpadRecovery:
             )
             if not carries_marker(body, REVIEW_COMMENT_MARKER) and not per_pass:
                 continue
-            if self._editor(item) is not None:
+            if self._editor(str(item.get("id")), str(item.get("node_id") or "")) is not None:
                 continue
             heads.update(_REVIEW_HEAD.findall(body))
         return heads
@@ -197,7 +178,7 @@ class WorkpadRecovery:
         view: PolicyView,
         issue: TrackedIssue,
         now: datetime,
-        comment: dict[str, Any],
+        comment: OwnComment,
         problem: str,
     ) -> tuple[RecordRow | None, bool]:
         """Keep the comment's text under a recovery note; the issue waits for an operator."""
@@ -215,6 +196,6 @@ class WorkpadRecovery:
             now=now,
             reason="the workpad comment cannot be trusted",
             labels=sorted(issue.labels),
-            recovery=RecoveryNote(raw=str(comment.get("body") or ""), problem=problem),
+            recovery=RecoveryNote(raw=comment.body, problem=problem),
         )
         return row, False

@@ -34,13 +34,27 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from orchestrator.domain.snapshot import IssueRef, TrackedIssue
+from orchestrator.domain.actions import SideEffect
+from orchestrator.domain.record_updates import EffectResult
+from orchestrator.domain.snapshot import (
+    IssueComment,
+    IssueRef,
+    LabelEvent,
+    ThreadComment,
+    TrackedIssue,
+)
 from orchestrator.domain.workpad import is_workpad_comment
 from orchestrator.logs import get_logger
 from orchestrator.tracker import linear_queries as q
-from orchestrator.tracker.base import TrackerSettings
-from orchestrator.tracker.linear import LinearIssue, LinearTracker, WorkpadComment
-from orchestrator.tracker.linear_approval import ApprovalEvidence, LinearApproval, read_evidence
+from orchestrator.tracker.base import DetailsAsk, IssueFacts, OwnComment, TrackerSettings
+from orchestrator.tracker.linear import LinearIssue, LinearTracker
+from orchestrator.tracker.linear_approval import (
+    ApprovalEvidence,
+    LinearApproval,
+    linear_approval,
+    read_evidence,
+)
+from orchestrator.tracker.linear_client import LinearError
 from orchestrator.tracker.linear_replies import LinearReply, Replies, read_replies
 
 log = get_logger(__name__)
@@ -57,7 +71,8 @@ def _remember(table: OrderedDict[str, Any], key: str, value: Any) -> None:
 
 
 class LinearIssues:
-    """The Linear tracker seen through refs on the GitHub repository (module docstring)."""
+    """The tracker port on Linear, seen through refs on the GitHub repository (module
+    docstring)."""
 
     def __init__(
         self, linear: LinearTracker, repo: str, *, ownership_label: str | None = None
@@ -181,9 +196,67 @@ class LinearIssues:
         self._ours(issue)
         return issue
 
-    def read_labels(self, ref: IssueRef) -> frozenset[str]:
+    def labels_now(self, ref: IssueRef) -> frozenset[str]:
         """The issue's labels read from Linear now (for the kill switch right before a write)."""
         return self.read_now(ref).labels
+
+    def facts(self, ref: IssueRef) -> IssueFacts:
+        issue = self.issue(ref)
+        return IssueFacts(
+            identifier=issue.identifier,
+            title=issue.title,
+            body=issue.description,
+            url=issue.url,
+            id=issue.id,
+            created_at=issue.created_at.isoformat(),
+            updated_at=issue.updated_at,
+        )
+
+    def thread(self, ref: IssueRef, since: datetime) -> tuple[ThreadComment, ...]:
+        """People's comments on the Linear issue since ``since`` (none when Linear cannot
+        be read: the turn goes on without them)."""
+        try:
+            replies = self.replies(ref, since)
+        except LinearError as error:
+            log.warning("linear_replies_unreadable", issue=str(ref), error=str(error))
+            return ()
+        return tuple(ThreadComment(r.author, r.body, r.created_at) for r in replies)
+
+    def with_details(self, issue: TrackedIssue, ask: DetailsAsk) -> TrackedIssue:
+        """The issue with the approval label its state shows, who added each approval label
+        it shows (from the issue's history), and, while it waits for a reply to its
+        question, the comments people wrote on it."""
+        comments: tuple[IssueComment, ...] = ()
+        if ask.replies_since is not None:
+            try:
+                replies = self.replies(issue.ref, ask.replies_since)
+            except LinearError as error:
+                log.warning("linear_replies_unreadable", issue=str(issue.ref), error=str(error))
+            else:
+                comments = tuple(reply.as_issue_comment() for reply in replies)
+        approval = linear_approval(ask.flow, ask.approvers)
+        shown = approval.shown(issue.tracker_state, issue.labels)
+        if not shown:
+            return replace(issue, comments=comments) if comments else issue
+        events: tuple[LabelEvent, ...] = ()
+        if ask.approval:
+            try:
+                evidence = self.approval(issue.ref, approval)
+            except LinearError as error:
+                # No evidence, no approval: the gate waits, as for an unreadable GitHub event.
+                log.warning("linear_approval_unreadable", issue=str(issue.ref), error=str(error))
+            else:
+                # The labels as this poll saw them decide; a move since is the next poll's.
+                events = tuple(e for e in evidence.events if e.label in shown)
+        return replace(issue, labels=issue.labels | shown, label_events=events, comments=comments)
+
+    def forget_except(self, live: set[IssueRef]) -> None:
+        """Nothing to drop: the memos are bounded (``MEMO_SIZE``)."""
+
+    def confirm(self, effect: SideEffect) -> EffectResult | None:
+        """Never: left unconfirmed, a write to the Linear issue is planned again, and the
+        writes find before they create."""
+        return None
 
     def approval(
         self, ref: IssueRef, approval: LinearApproval, *, fresh: bool = False
@@ -216,13 +289,11 @@ class LinearIssues:
             log.warning("linear_history_incomplete", issue=issue.identifier)
         return evidence
 
-    def repo_stopped(self) -> bool:
-        """Whether an open issue in the scope carries the repo-wide stop label (as last polled)."""
-        return self.linear.repo_stopped()
-
-    def repo_stopped_now(self) -> bool:
-        """The same, polled now (right before a write)."""
-        self.linear.poll()
+    def repo_stopped(self, *, fresh: bool = False) -> bool:
+        """Whether an open issue in the scope carries the repo-wide stop label: as last
+        polled, or polled now with ``fresh`` (right before a write)."""
+        if fresh:
+            self.linear.poll()
         return self.linear.repo_stopped()
 
     # ---------------------------------------------------------------- writes
@@ -231,29 +302,38 @@ class LinearIssues:
         """Move the issue to the Linear workflow state named ``state``."""
         self.linear.set_tracker_state(self.linear_ref(ref), state)
 
-    def upsert_workpad(self, ref: IssueRef, body: str) -> WorkpadComment:
-        """Write the workpad comment (found before one is created)."""
-        return self.linear.upsert_workpad(self.linear_ref(ref), body)
+    def upsert_workpad(self, ref: IssueRef, marker: str, body: str) -> EffectResult:
+        """Write the workpad comment (found before one is created; Linear's workpad is found
+        by its heading, so ``marker`` is not needed)."""
+        comment = self.linear.upsert_workpad(self.linear_ref(ref), body)
+        return EffectResult.done(linear_comment_id=comment.id, action="upserted")
 
-    def own_workpads(self, ref: IssueRef) -> list[WorkpadComment]:
+    def close(
+        self, ref: IssueRef, *, reason: str, state: str, keep: frozenset[str] = frozenset()
+    ) -> EffectResult:
+        """Move the issue to ``state`` (Linear closes an issue by its state)."""
+        self.set_tracker_state(ref, state)
+        return EffectResult.done(changed=1)
+
+    def own_workpads(self, ref: IssueRef) -> list[OwnComment]:
         """Every workpad comment the API key's user wrote on the issue, oldest first (more
         than one is for a person to sort out). Linear lets only a comment's author edit it,
         so their text is the bot's own."""
         issue = self.issue(ref)
         viewer = self.linear.viewer_id()
-        found: list[WorkpadComment] = []
+        found: list[OwnComment] = []
         for page in self.linear.client.pages(
             "IssueComments", q.ISSUE_COMMENTS, {"id": issue.id}, ("issue", "comments")
         ):
             for node in page:
                 body = str(node.get("body") or "")
                 if (node.get("user") or {}).get("id") == viewer and is_workpad_comment(body):
-                    found.append(WorkpadComment(str(node["id"]), body))
+                    found.append(OwnComment(str(node["id"]), body))
         # Pages come newest first.
         return list(reversed(found))
 
-    def upsert_comment(self, ref: IssueRef, marker: str, body: str) -> str:
-        """Write a comment of the bot's found by its hidden ``marker`` (once per marker); its id."""
+    def upsert_comment(self, ref: IssueRef, marker: str, body: str) -> EffectResult:
+        """Write a comment of the bot's found by its hidden ``marker`` (once per marker)."""
         issue = self.issue(ref)
         viewer = self.linear.viewer_id()
         client = self.linear.client
@@ -271,11 +351,11 @@ class LinearIssues:
                             {"id": str(node["id"]), "body": body},
                             write=True,
                         )
-                    return str(node["id"])
+                    return EffectResult.done(linear_comment_id=str(node["id"]))
         data = client.execute(
             "CreateComment", q.CREATE_COMMENT, {"issueId": issue.id, "body": body}, write=True
         )
-        return str(data["commentCreate"]["comment"]["id"])
+        return EffectResult.done(linear_comment_id=str(data["commentCreate"]["comment"]["id"]))
 
     def replies(self, ref: IssueRef, since: datetime | None = None) -> tuple[LinearReply, ...]:
         """Comments others than the API key's user wrote on the issue, newest first (back to

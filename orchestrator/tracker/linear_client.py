@@ -30,6 +30,7 @@ from typing import Any
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.errors import RateLimited
 from orchestrator.logs import get_logger, redact_text, register_secret
+from orchestrator.tracker.base import TrackerError
 
 log = get_logger(__name__)
 
@@ -49,7 +50,7 @@ class LinearRateLimited(RateLimited):
 
 
 @dataclass(frozen=True)
-class LinearError(Exception):
+class LinearError(TrackerError):
     """Linear refused ``operation`` with ``code`` (or the call failed on the way)."""
 
     operation: str
@@ -64,6 +65,10 @@ class LinearError(Exception):
 
     def __str__(self) -> str:
         return f"Linear {self.operation}: {self.code}: {self.message}"
+
+    @property
+    def summary(self) -> str:
+        return f"Linear: {self.operation}: {self.code}: {self.message}"
 
 
 def authorization_header(api_key: str) -> str:

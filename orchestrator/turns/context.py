@@ -9,8 +9,9 @@ Whose words are work follows ``review.act_on``: threads and replies by authors
 who do not count (under ``writers``: readers, outside users, other bots) are
 listed apart, in ``untrusted_threads`` and ``untrusted_replies``, and every
 thread and comment says whether it is ``trusted`` and its author's permission.
-With Linear, the replies on the Linear issue come in as ``tracker_comments``
-(their authors' trust already decided from Linear's user flags).
+The replies on the issue come from its tracker as ``tracker_comments`` (their
+authors' trust already decided: GitHub's permission, Linear's user flags); the
+pull request's conversation is read from GitHub.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from orchestrator.domain.snapshot import (
 from orchestrator.domain.trust import author_permission, author_trusted, is_self, last_word
 from orchestrator.github.checks import failing_check_details
 from orchestrator.github.client import GitHubClient
+from orchestrator.github.reads import GitHubReads
 from orchestrator.wiring.access import parse_time
 
 # The result files each agent phase is expected to leave.
@@ -188,11 +190,16 @@ def _failing_checks(
     ]
 
 
+def replies_since(record: StoredRecord) -> datetime:
+    """Where people's words are news to a turn: the last turn's end, else the phase's start."""
+    last = record.last_outcome
+    return last.finished_at if last is not None else record.phase_since
+
+
 def _human_replies(
-    client: GitHubClient,
+    reads: GitHubReads,
     *,
     repo: str,
-    number: int | None,
     pr_number: int | None,
     since: datetime,
     self_login: str,
@@ -200,15 +207,9 @@ def _human_replies(
     actor: ActorLookup | None,
     tracker_comments: Sequence[ThreadComment] = (),
 ) -> list[dict[str, Any]]:
-    # No issue number: the issue is not GitHub's (Linear), only its pull request is.
-    items = (
-        list(client.paginate(f"/repos/{repo}/issues/{number}/comments", conditional=True))
-        if number is not None
-        else []
-    )
-    if pr_number is not None and pr_number != number:
-        # The pull request's conversation is where reviewers usually answer.
-        items += client.paginate(f"/repos/{repo}/issues/{pr_number}/comments", conditional=True)
+    # The pull request's conversation is where reviewers usually answer; the issue's
+    # comments are its tracker's.
+    items = reads.issue_comments(repo, pr_number) if pr_number is not None else []
     replies = []
     for item in items:
         user = item.get("user") or {}
@@ -290,9 +291,8 @@ def _expected_fix_summary(
 
 def turn_context(
     *,
-    client: GitHubClient,
+    reads: GitHubReads,
     repo: str,
-    number: int | None,
     phase: Phase,
     record: StoredRecord,
     pr: PullRequest | None,
@@ -303,15 +303,11 @@ def turn_context(
 ) -> dict[str, Any]:
     """The context document of one turn (every key present, empty when unused).
 
-    ``actor`` tells the permission of the authors of issue and pull request
-    comments; without it their replies are untrusted under ``review.act_on: writers``.
-    ``number`` is None for an issue that is not GitHub's (Linear): only its pull
-    request's conversation is read, and the Linear issue's comments are
-    ``tracker_comments``.
+    ``actor`` tells the permission of the authors of pull request comments; without
+    it their replies are untrusted under ``review.act_on: writers``. The issue's
+    comments are ``tracker_comments``, read from its tracker.
     """
-    since = (
-        record.last_outcome.finished_at if record.last_outcome is not None else record.phase_since
-    )
+    since = replies_since(record)
     review_policy = policy or ReviewPolicy()
     bouncing = (
         bouncing_threads(record.thread_history, pr.threads, review_policy)
@@ -322,13 +318,12 @@ def turn_context(
     threads, untrusted_threads = (
         _threads(pr, bouncing, self_login, act_on) if phase is not Phase.IMPLEMENTING else ([], [])
     )
-    checks = _failing_checks(client, repo, pr) if phase is Phase.REWORK else []
+    checks = _failing_checks(reads.client, repo, pr) if phase is Phase.REWORK else []
     pr_number = pr.number if pr is not None else None
     replies = [
         *_human_replies(
-            client,
+            reads,
             repo=repo,
-            number=number,
             pr_number=pr_number,
             since=since,
             self_login=self_login,

@@ -1,5 +1,5 @@
 """GitHub for one repository: per-thread clients sharing one ETag cache, accounting and
-login, the issue tracker beside it (GitHub Issues or Linear) and its feed.
+login, its issue feed, and the issue tracker beside it (the port: GitHub Issues or Linear).
 """
 
 from __future__ import annotations
@@ -11,18 +11,16 @@ from datetime import datetime
 from orchestrator.agent import (
     RepoSource,
 )
-from orchestrator.domain.accounts import is_bot_login, same_account
 from orchestrator.domain.policy import FlowPolicy
 from orchestrator.domain.snapshot import Actor
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.client import EtagCache, GitHubClient
 from orchestrator.github.credentials import TokenProvider
-from orchestrator.github.errors import GitHubError
 from orchestrator.github.feed import IssueFeed
 from orchestrator.github.gateway import GitHubGateway
 from orchestrator.github.prstate import PRStatePoller
 from orchestrator.github.retry import RetryPolicy
-from orchestrator.tracker.base import TrackerSettings
+from orchestrator.tracker.base import IssueTracker, TrackerSettings
 from orchestrator.tracker.github_issues import GitHubIssuesTracker, issue_feed
 from orchestrator.tracker.linear import LinearScope, LinearTracker
 from orchestrator.tracker.linear_bridge import LinearIssues
@@ -92,11 +90,11 @@ def linear_issues(
 class _ThreadClients:
     client: GitHubClient
     gateway: GitHubGateway
-    tracker: GitHubIssuesTracker
 
 
 class GitHubAccess:
-    """GitHub for the daemon: one client per thread, shared cache, accounting and login."""
+    """GitHub for the daemon: one client per thread, shared cache, accounting and login,
+    and the issue tracker of the repository (its own issues unless another is given)."""
 
     def __init__(
         self,
@@ -108,7 +106,7 @@ class GitHubAccess:
         accounting: Accounting,
         tracker: TrackerSettings,
         retry: RetryPolicy | None = None,
-        linear: LinearIssues | None = None,
+        issues: IssueTracker | None = None,
     ) -> None:
         self.endpoint = endpoint
         self.retry = retry
@@ -121,16 +119,17 @@ class GitHubAccess:
         self._local = threading.local()
         self._login: str | None = None
         self._login_lock = threading.Lock()
-        # One incremental view of the repository's issues, shared by every thread's tracker.
-        # With Linear it keeps the carriers of the watched labels alone (the pull requests'
-        # labels, the repository's stop label): GitHub's issues are no candidates.
-        self.feed = (
-            IssueFeed(tracker.repo, required_labels=frozenset(), candidates=False)
-            if linear is not None
-            else issue_feed(tracker)
-        )
-        # With kind linear: the issues, their stop labels and the issue-side writes.
-        self.linear = linear
+        # One incremental view of the repository's issues. When the issues are tracked
+        # elsewhere it keeps the carriers of the watched labels alone (the pull requests'
+        # labels, the repository's stop label), and the access brings it up to date.
+        self.tracker: IssueTracker
+        if issues is None:
+            self.feed = issue_feed(tracker)
+            self.tracker = GitHubIssuesTracker(lambda: self.gateway, tracker, self, self.feed)
+        else:
+            self.feed = IssueFeed(tracker.repo, required_labels=frozenset(), candidates=False)
+            self.tracker = issues
+        self._feed_is_tracker = issues is None
 
     def same_as(self, endpoint: str, key: tuple[object, ...], tracker: TrackerSettings) -> bool:
         """Whether this access already matches these settings (no rebuild on reload)."""
@@ -150,10 +149,7 @@ class GitHubAccess:
                 accounting=self.accounting,
                 retry=self.retry,
             )
-            gateway = GitHubGateway(client)
-            found = _ThreadClients(
-                client, gateway, GitHubIssuesTracker(gateway, self.tracker_settings, self.feed)
-            )
+            found = _ThreadClients(client, GitHubGateway(client))
             self._local.clients = found
         return found
 
@@ -165,17 +161,10 @@ class GitHubAccess:
     def gateway(self) -> GitHubGateway:
         return self._clients().gateway
 
-    @property
-    def tracker(self) -> GitHubIssuesTracker | LinearIssues:
-        """Where the issues come from: Linear's with kind linear, else the repository's."""
-        if self.linear is not None:
-            return self.linear
-        return self._clients().tracker
-
     def refresh_feed(self) -> None:
-        """Bring the repository's feed up to date when no GitHub tracker does (kind linear):
-        it still holds the pull requests' labels and the repository's stop label."""
-        if self.linear is not None:
+        """Bring the repository's feed up to date when the tracker does not read it (issues
+        tracked elsewhere): it still holds the pull requests' labels and the stop label."""
+        if not self._feed_is_tracker:
             self.feed.refresh(self.client)
 
     @property
@@ -189,14 +178,7 @@ class GitHubAccess:
 
     def actor(self, login: str, user_type: str | None = None) -> Actor:
         """A GitHub account as the gates see it: bot or not, and whether it may write."""
-        bot = is_bot_login(login, user_type) or same_account(login, self.login)
-        if bot:
-            return Actor(login=login, is_bot=True, can_write=False)
-        try:
-            can_write = self.gateway.can_write(self.repo, login)
-        except GitHubError:
-            can_write = False
-        return Actor(login=login, is_bot=False, can_write=can_write)
+        return self.gateway.actor(self.repo, login, user_type, self.login)
 
     def poller(self) -> PRStatePoller:
         return PRStatePoller(self.client, self.cache, self.actor)

@@ -435,7 +435,7 @@ class GitHubFront:
         def run() -> tuple[int, Any]:
             charge_tally.set(tally)
             try:
-                status, document = handle(self.emulator.state, billing, user, body)
+                status, document = handle(self.emulator, billing, user, body)
             except RateLimited as exc:
                 return 200, exc.graphql_body()
             return int(status), document

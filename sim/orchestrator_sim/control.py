@@ -6,61 +6,19 @@ extra dependencies. Refusals raise `ControlRequestError` with the server's messa
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from orchestrator_sim.control_rules_client import RulesControl
+from orchestrator_sim.control_http import ControlRequestError
+from orchestrator_sim.control_merging import MergeRulesControl
+
+__all__ = ["ControlClient", "ControlRequestError"]
 
 
-class ControlRequestError(Exception):
-    """The control API refused a request."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"control API answered {status}: {message}")
-        self.status = status
-        self.message = message
-
-
-class ControlClient(RulesControl):
-    """Drives one emulator's ``/_control`` API at ``base_url`` (rulesets, merge settings,
-    the merge queue and auto-merge: `RulesControl`)."""
-
-    def __init__(self, base_url: str, timeout: float = 30.0) -> None:
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"control API URL must be http(s), got {base_url!r}")
-        self.base_url = base_url.rstrip("/")
-        self.timeout = timeout
-
-    def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        """Send one control request and return the decoded JSON answer."""
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(  # noqa: S310 (scheme checked in __init__)
-            f"{self.base_url}/_control{path}",
-            data=data,
-            method=method,
-            headers={"content-type": "application/json"},
-        )
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as answer:  # noqa: S310
-                return json.loads(answer.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            raw = exc.read()
-            try:
-                message = json.loads(raw)["error"]["message"]
-            except (ValueError, KeyError, TypeError):
-                message = raw.decode(errors="replace")
-            raise ControlRequestError(exc.code, message) from None
-
-    @staticmethod
-    def _repo(repo: str) -> str:
-        owner, _, name = repo.partition("/")
-        if not owner or not name:
-            raise ValueError(f"repository must be 'owner/name', got {repo!r}")
-        return f"/repos/{quote(owner)}/{quote(name)}"
+class ControlClient(MergeRulesControl):
+    """Drives one emulator's ``/_control`` API at ``base_url`` (protection, rulesets, merge
+    settings, the merge queue and auto-merge: `MergeRulesControl`)."""
 
     # --------------------------------------------------------------- accounts
 
@@ -260,31 +218,6 @@ class ControlClient(RulesControl):
             "committer_date": committer_date,
         }
         return str(self.request("POST", f"{self._repo(repo)}/commits", payload)["sha"])
-
-    def protect(
-        self,
-        repo: str,
-        branch: str,
-        *,
-        required_checks: list[str] | None = None,
-        required_approvals: int = 0,
-        dismiss_stale_reviews: bool = False,
-        enforce_admins: bool = False,
-    ) -> dict[str, Any]:
-        """Protect a branch: required checks by name, approvals from writers, and so on."""
-        payload = {
-            "required_checks": required_checks or [],
-            "required_approvals": required_approvals,
-            "dismiss_stale_reviews": dismiss_stale_reviews,
-            "enforce_admins": enforce_admins,
-        }
-        path = f"{self._repo(repo)}/branches/{quote(branch, safe='/')}/protection"
-        result: dict[str, Any] = self.request("PUT", path, payload)
-        return result
-
-    def unprotect(self, repo: str, branch: str) -> None:
-        """Remove a branch's protection."""
-        self.request("DELETE", f"{self._repo(repo)}/branches/{quote(branch, safe='/')}/protection")
 
     def set_mergeability_delay(self, seconds: float) -> None:
         """How long (emulator clock) mergeability stays unknown after a head or base moves."""

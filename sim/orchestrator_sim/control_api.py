@@ -2,13 +2,16 @@
 
 It is how tests and the demo play the humans and CI around the product: create
 accounts and repositories, open issues and label them as someone, review,
-report check runs, push commits, protect branches, force mergeability or set
-how long it takes to work out, set rate budgets, add fault rules, and read the
+report check runs, push commits, protect branches, write rulesets, set merge
+settings, teams and deployments, update a pull request's branch, queue it or
+set it to auto-merge, force mergeability or set how long it takes to work
+out, set rate budgets, add fault rules, and read the
 counters and the write log. It is never billed and needs no token; the server
 listens on 127.0.0.1 only. Errors use the envelope ``{"error": {"code",
 "message"}}``. The scenario steps themselves live in
-`orchestrator_sim.control_steps` (rulesets, merge settings, the merge queue and
-auto-merge in `orchestrator_sim.control_rules`), the bulk seed of thousands of issues and
+`orchestrator_sim.control_steps` and (for the rules a merge meets: protection,
+rulesets, merge settings, the merge queue and auto-merge)
+`orchestrator_sim.control_rules`, the bulk seed of thousands of issues and
 pull requests in one call in `orchestrator_sim.control_seed`.
 """
 
@@ -250,8 +253,6 @@ def control_routes(emulator: Emulator) -> list[Route]:
         ("POST", REPO + "/threads/{thread_id:int}/replies", steps.reply_thread),
         ("POST", REPO + "/threads/{thread_id:int}/resolve", steps.resolve_thread),
         ("POST", REPO + "/commits", steps.push_commit),
-        ("PUT", REPO + "/branches/{branch:path}/protection", steps.protect_branch),
-        ("DELETE", REPO + "/branches/{branch:path}/protection", steps.unprotect_branch),
         ("GET", PREFIX + "/mergeability", steps.get_mergeability_delay),
         ("PUT", PREFIX + "/mergeability", steps.set_mergeability_delay),
         ("POST", REPO + "/check-runs", steps.set_check_run),
@@ -269,6 +270,6 @@ def control_routes(emulator: Emulator) -> list[Route]:
         ("POST", PREFIX + "/apps", create_app),
         ("POST", PREFIX + "/apps/{slug}/installations", install_app),
         ("POST", PREFIX + "/app-tokens/expire", expire_app_tokens),
-        *rules_routes(REPO),
+        *rules_routes(PREFIX),
     ]
     return method_routes(table, lambda handler: _endpoint(emulator, handler))

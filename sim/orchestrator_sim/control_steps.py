@@ -45,11 +45,13 @@ def actor_login(emulator: Emulator, data: dict[str, Any]) -> str:
     return str(emulator.state.user(login).login)
 
 
-def _repo(emulator: Emulator, params: dict[str, Any]) -> Repo:
+def repo_of(emulator: Emulator, params: dict[str, Any]) -> Repo:
+    """The repository the path names."""
     return emulator.state.repo(params["owner"], params["repo"])
 
 
-def _sha(emulator: Emulator, repo: Repo, data: dict[str, Any]) -> str:
+def sha_of(emulator: Emulator, repo: Repo, data: dict[str, Any]) -> str:
+    """The commit the body names by ``sha``, or by ``ref`` (a branch, or anything git resolves)."""
     sha = field_value(data, "sha", str)
     ref = field_value(data, "ref", str)
     if sha:
@@ -134,16 +136,17 @@ def _repo_summary(emulator: Emulator, repo: Repo) -> dict[str, Any]:
         "branches": dict(repo.branches),
         "permissions": dict(repo.permissions),
         "protections": {name: to_json(rules) for name, rules in repo.protections.items()},
+        "merge_settings": emulator.state.merge_settings(repo),
     }
 
 
 def get_repo(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
     with emulator.state.lock:
-        return _repo_summary(emulator, _repo(emulator, params))
+        return _repo_summary(emulator, repo_of(emulator, params))
 
 
 def set_permission(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     level = data.get("permission")
     if level is not None and not isinstance(level, str):
         raise ControlError("permission must be a level name or null")
@@ -155,7 +158,7 @@ def set_permission(emulator: Emulator, params: dict[str, Any], data: dict[str, A
 
 
 def create_issue(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     issue = emulator.state.create_issue(
         repo,
         actor_login(emulator, data),
@@ -168,7 +171,7 @@ def create_issue(emulator: Emulator, params: dict[str, Any], data: dict[str, Any
 
 
 def update_issue(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     issue = emulator.state.update_issue(
         repo,
         int(params["number"]),
@@ -182,7 +185,7 @@ def update_issue(emulator: Emulator, params: dict[str, Any], data: dict[str, Any
 
 
 def add_labels(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     labels = emulator.state.add_labels(
         repo,
         int(params["number"]),
@@ -193,7 +196,7 @@ def add_labels(emulator: Emulator, params: dict[str, Any], data: dict[str, Any])
 
 
 def remove_label(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     labels = emulator.state.remove_label(
         repo, int(params["number"]), actor_login(emulator, data), params["name"]
     )
@@ -201,7 +204,7 @@ def remove_label(emulator: Emulator, params: dict[str, Any], data: dict[str, Any
 
 
 def add_comment(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     comment = emulator.state.add_comment(
         repo,
         int(params["number"]),
@@ -212,7 +215,7 @@ def add_comment(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]
 
 
 def edit_comment(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     comment = emulator.state.update_comment(
         repo,
         int(params["comment_id"]),
@@ -226,7 +229,7 @@ def edit_comment(emulator: Emulator, params: dict[str, Any], data: dict[str, Any
 
 
 def create_pull(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     _issue, pr = emulator.state.create_pull(
         repo,
         actor_login(emulator, data),
@@ -240,7 +243,7 @@ def create_pull(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]
 
 
 def submit_review(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     state = field_value(data, "state", str, required=True)
     inline = []
     for index, item in enumerate(field_value(data, "comments", list) or []):
@@ -284,7 +287,7 @@ def submit_review(emulator: Emulator, params: dict[str, Any], data: dict[str, An
 
 
 def reply_thread(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     comment = emulator.state.reply_to_thread(
         repo,
         int(params["thread_id"]),
@@ -295,7 +298,7 @@ def reply_thread(emulator: Emulator, params: dict[str, Any], data: dict[str, Any
 
 
 def resolve_thread(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     resolved = field_value(data, "resolved", bool)
     outdated = field_value(data, "outdated", bool)
     # One hold of the lock, so no reader sees (or caches) the thread half changed.
@@ -309,7 +312,7 @@ def resolve_thread(emulator: Emulator, params: dict[str, Any], data: dict[str, A
 
 
 def set_mergeable(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     value = data.get("mergeable")
     if value is not None and not isinstance(value, bool):
         raise ControlError("mergeable must be true, false or null")
@@ -318,7 +321,7 @@ def set_mergeable(emulator: Emulator, params: dict[str, Any], data: dict[str, An
 
 
 def merge_pull(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     sha = emulator.merge_pull(
         repo,
         int(params["number"]),
@@ -333,7 +336,7 @@ def merge_pull(emulator: Emulator, params: dict[str, Any], data: dict[str, Any])
 
 
 def push_commit(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     files = field_value(data, "files", dict, required=True)
     if not all(v is None or isinstance(v, str) for v in files.values()):
         raise ControlError("files must map paths to text (or null to delete)")
@@ -360,27 +363,6 @@ def _time(data: dict[str, Any], name: str) -> datetime | None:
         raise ControlError(f"{name} must be an ISO 8601 time, got {text!r}") from exc
 
 
-def protect_branch(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
-    checks = field_value(data, "required_checks", list) or []
-    if not all(isinstance(name, str) for name in checks):
-        raise ControlError("required_checks must be a list of names")
-    rules = emulator.state.protect_branch(
-        repo,
-        params["branch"],
-        required_checks=checks,
-        required_approvals=field_value(data, "required_approvals", int) or 0,
-        dismiss_stale_reviews=bool(field_value(data, "dismiss_stale_reviews", bool)),
-        enforce_admins=bool(field_value(data, "enforce_admins", bool)),
-    )
-    return {"branch": params["branch"], **to_json(rules)}
-
-
-def unprotect_branch(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    emulator.state.unprotect_branch(_repo(emulator, params), params["branch"])
-    return {"branch": params["branch"], "protected": False}
-
-
 def set_mergeability_delay(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
     delay = data.get("seconds")
     if isinstance(delay, bool) or not isinstance(delay, int | float) or delay < 0:
@@ -394,7 +376,7 @@ def get_mergeability_delay(emulator: Emulator, params: dict[str, Any], data: dic
 
 
 def set_check_run(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     notes = []
     for index, item in enumerate(field_value(data, "annotations", list) or []):
         if not isinstance(item, dict):
@@ -415,7 +397,7 @@ def set_check_run(emulator: Emulator, params: dict[str, Any], data: dict[str, An
             raise ControlError(f"annotations[{index}] needs path, start_line and message") from exc
     run = emulator.state.set_check_run(
         repo,
-        _sha(emulator, repo, data),
+        sha_of(emulator, repo, data),
         field_value(data, "name", str) or "ci",
         field_value(data, "status", str) or "completed",
         conclusion=field_value(data, "conclusion", str),
@@ -431,10 +413,10 @@ def set_check_run(emulator: Emulator, params: dict[str, Any], data: dict[str, An
 
 
 def set_status(emulator: Emulator, params: dict[str, Any], data: dict[str, Any]) -> Any:
-    repo = _repo(emulator, params)
+    repo = repo_of(emulator, params)
     status = emulator.state.set_commit_status(
         repo,
-        _sha(emulator, repo, data),
+        sha_of(emulator, repo, data),
         state=field_value(data, "state", str, required=True),
         context=field_value(data, "context", str) or "default",
         creator=actor_login(emulator, data),

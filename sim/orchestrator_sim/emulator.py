@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 
 from orchestrator.logs import get_logger
+from orchestrator_sim import gitmerge
 from orchestrator_sim.apps import AppRegistry
 from orchestrator_sim.billing import Billing
 from orchestrator_sim.clock import Clock, system_clock
@@ -85,11 +86,6 @@ class Emulator:
         self._sync_lock = threading.Lock()
         self._commits: dict[str, list[CommitInfo]] = {}
         self.state.git = _RepoGit(self)
-        self.state.merger = lambda repo, number, actor, sha, method, title, message: (
-            self.merge_pull(
-                repo, number, actor, sha=sha, method=method, title=title, message=message
-            )
-        )
         self.queue = MergeQueue(self)
         state_dir.mkdir(parents=True, exist_ok=True)
         if persist and self.snapshot_path.exists():
@@ -307,9 +303,10 @@ class Emulator:
 
         409 when ``sha`` is not the head; 405 when the pull request cannot be
         merged: closed, a draft, mergeability not worked out yet, conflicting
-        (or forced unmergeable), in the merge queue, short of its base
-        branch's protection (which an administrator passes unless it enforces
-        admins) or of the rulesets on its base (which bypass actors pass; a
+        (or forced unmergeable), in the merge queue, a method the repository
+        (or a linear history) does not allow, short of its base branch's
+        protection (which an administrator passes unless it enforces admins),
+        or of the rulesets on its base (which bypass actors pass; a
         ``merge_queue`` rule refuses every direct merge). Returns the new SHA.
         """
         if method not in MERGE_METHODS:
@@ -331,8 +328,12 @@ class Emulator:
                 raise NotAllowed(UNKNOWN_MERGEABILITY)
             if mergeable is False:
                 raise NotAllowed("Pull Request is not mergeable")
+            # A queued pull request is the queue's to merge, whatever else holds.
             if self.state.queue_entry(repo, number) is not None:
                 raise NotAllowed("Pull Request is in the merge queue")
+            refusal = self.state.method_refusal(repo, pr, method)
+            if refusal is not None:
+                raise NotAllowed(refusal)
             problem = self.state.protection_problem(
                 repo, pr, user.login
             ) or self.state.ruleset_problem(repo, pr, user.login, method)
@@ -341,7 +342,8 @@ class Emulator:
             head_sha = pr.head_sha
             base_before = repo.branches.get(pr.base_ref)
             try:
-                new_sha = self.git.merge(
+                new_sha = gitmerge.merge(
+                    self.git,
                     self.repo_path(repo),
                     base_branch=pr.base_ref,
                     head_sha=head_sha,
@@ -419,6 +421,18 @@ class _RepoGit:
 
     def moved_line(self, repo: Repo, old: str, new: str, path: str, line: int) -> int | None:
         return self._emulator.git.moved_line(self._path(repo), old, new, path, line)
+
+    def is_ancestor(self, repo: Repo, ancestor: str, descendant: str) -> bool:
+        return self._emulator.git.is_ancestor(self._path(repo), ancestor, descendant)
+
+    def changed_paths(self, repo: Repo, base_sha: str, head_sha: str) -> list[str]:
+        try:
+            return self._emulator.git.changed_paths(self._path(repo), base_sha, head_sha)
+        except GitError:
+            return []
+
+    def file_at(self, repo: Repo, sha: str, path: str) -> str | None:
+        return self._emulator.git.file_at(self._path(repo), sha, path)
 
     def is_signed(self, repo: Repo, sha: str) -> bool:
         return commit_signed(self._emulator.git, self._path(repo), sha)

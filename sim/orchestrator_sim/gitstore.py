@@ -1,9 +1,8 @@
-"""The emulator's bare git repositories: creation, commits, merges and inspection.
+"""The emulator's bare git repositories: creation, commits, ref updates and inspection.
 
 Everything goes through the ``git`` command with plumbing (a temporary index
 file, ``commit-tree``, ``update-ref`` with the expected old value) so the bare
-repositories never need a work tree, except a rebase merge, which replays
-commits in a temporary worktree that is removed afterwards.
+repositories never need a work tree. Merges live in `orchestrator_sim.gitmerge`.
 """
 
 from __future__ import annotations
@@ -126,12 +125,13 @@ class GitStore:
         return done
 
     @staticmethod
-    def _identity_env(
+    def identity_env(
         author: Identity,
         committer: Identity,
         moment: datetime,
         author_moment: datetime | None = None,
     ) -> dict[str, str]:
+        """The environment that makes git write ``author`` and ``committer`` at ``moment``."""
         return {
             "GIT_AUTHOR_NAME": author.name,
             "GIT_AUTHOR_EMAIL": author.email,
@@ -230,7 +230,7 @@ class GitStore:
                     )
                 tree = self.run(path, "write-tree", env=index_env).stdout.strip()
             parents = ["-p", parent] if parent else []
-            env = self._identity_env(author, author, moment, author_moment)
+            env = self.identity_env(author, author, moment, author_moment)
             sha = self.run(
                 path, "commit-tree", tree, *parents, "-m", message, env=env
             ).stdout.strip()
@@ -309,6 +309,18 @@ class GitStore:
                 )
             )
         return rows
+
+    def changed_paths(self, path: Path, base: str, head: str) -> list[str]:
+        """The files a pull request from ``head`` into ``base`` touches (renames as two paths)."""
+        done = self.run(path, "diff", "--name-only", "--no-renames", "-z", f"{base}...{head}")
+        return [name for name in done.stdout.split("\x00") if name]
+
+    def file_at(self, path: Path, sha: str, file: str) -> str | None:
+        """The text of ``file`` in commit ``sha``, or None when the commit has no such file."""
+        if not sha or sha.startswith("-"):
+            return None
+        done = self.run(path, "cat-file", "blob", f"{sha}:{file}", check=False)
+        return done.stdout if done.returncode == 0 else None
 
     def is_ancestor(self, path: Path, ancestor: str, descendant: str) -> bool:
         done = self.run(path, "merge-base", "--is-ancestor", ancestor, descendant, check=False)
@@ -402,90 +414,3 @@ class GitStore:
                 self.run(path, "update-ref", "-d", f"refs/heads/{branch}", old or "")
             else:
                 self.run(path, "update-ref", f"refs/heads/{branch}", new, old or "")
-
-    def merge(
-        self,
-        path: Path,
-        *,
-        base_branch: str,
-        head_sha: str,
-        method: str,
-        message: str,
-        committer: Identity,
-        moment: datetime,
-    ) -> str:
-        """Merge ``head_sha`` into ``base_branch`` with ``method``; return the new base SHA.
-
-        Raises `MergeConflict` (nothing changed) when the head does not apply cleanly.
-        """
-        if method not in MERGE_METHODS:
-            raise GitError(f"unknown merge method {method!r}")
-        with self.lock_for(path):
-            base_sha = self.resolve(path, f"refs/heads/{base_branch}")
-            if base_sha is None:
-                raise GitError(f"no base branch {base_branch}")
-            if method == "rebase":
-                new = self._rebase(path, base_sha, head_sha, committer, moment)
-            else:
-                done = self.run(
-                    path,
-                    "merge-tree",
-                    "--write-tree",
-                    "--no-messages",
-                    base_sha,
-                    head_sha,
-                    check=False,
-                )
-                if done.returncode != 0:
-                    raise MergeConflict(f"{head_sha} does not merge into {base_branch}")
-                tree = done.stdout.split()[0]
-                parents = ["-p", base_sha] + (["-p", head_sha] if method == "merge" else [])
-                if method == "squash":
-                    author = self._first_author(path, base_sha, head_sha) or committer
-                else:
-                    author = committer
-                env = self._identity_env(author, committer, moment)
-                new = self.run(
-                    path, "commit-tree", tree, *parents, "-m", message, env=env
-                ).stdout.strip()
-            self.run(path, "update-ref", f"refs/heads/{base_branch}", new, base_sha)
-            return new
-
-    def _first_author(self, path: Path, base: str, head: str) -> Identity | None:
-        commits = self.commits_between(path, base, head)
-        info = self.commit_info(path, commits[0]) if commits else None
-        return info.author if info else None
-
-    def _rebase(
-        self, path: Path, base_sha: str, head_sha: str, committer: Identity, moment: datetime
-    ) -> str:
-        env = self._identity_env(committer, committer, moment)
-        with tempfile.TemporaryDirectory(prefix="sim-rebase-") as scratch:
-            work = Path(scratch) / "work"
-            self.run(path, "worktree", "add", "--detach", "--quiet", str(work), head_sha)
-            try:
-                rebase_env = {
-                    **env,
-                    "GIT_EDITOR": "true",
-                    "GIT_SEQUENCE_EDITOR": "true",
-                }
-                done = self.run(
-                    path,
-                    "-c",
-                    f"user.name={committer.name}",
-                    "-c",
-                    f"user.email={committer.email}",
-                    "rebase",
-                    "--quiet",
-                    base_sha,
-                    env=rebase_env,
-                    check=False,
-                    cwd=work,
-                )
-                if done.returncode != 0:
-                    self.run(path, "rebase", "--abort", check=False, cwd=work)
-                    raise MergeConflict(f"{head_sha} does not rebase onto {base_sha}")
-                return self.run(path, "rev-parse", "HEAD", cwd=work).stdout.strip()
-            finally:
-                self.run(path, "worktree", "remove", "--force", str(work), check=False)
-                self.run(path, "worktree", "prune", check=False)

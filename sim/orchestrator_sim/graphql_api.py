@@ -43,6 +43,7 @@ from orchestrator_sim import (
     graphql_reviews,
 )
 from orchestrator_sim.billing import Billing
+from orchestrator_sim.emulator import Emulator
 from orchestrator_sim.errors import Forbidden, NotFound, SimError
 from orchestrator_sim.graphql_cost import (
     MAX_NODES,
@@ -74,7 +75,6 @@ from orchestrator_sim.graphql_support import (
     page_info_resolvers,
 )
 from orchestrator_sim.records import Label, Repo, User
-from orchestrator_sim.state import SimState
 
 __all__ = [
     "EMULATED_SDL",
@@ -179,9 +179,9 @@ class _Request:
 
 
 def handle_graphql(
-    state: SimState, billing: Billing, user: User, body: dict[str, Any]
+    emulator: Emulator, billing: Billing, user: User, body: dict[str, Any]
 ) -> tuple[int, dict[str, Any]]:
-    """Run one GraphQL request for ``user`` and return (HTTP status, JSON body).
+    """Run one GraphQL request for ``user`` on ``emulator``; return (HTTP status, JSON body).
 
     Malformed, unknown or unsupported documents answer 200 with ``errors`` and
     cost nothing. A spent budget raises `RateLimited` from ``billing.charge``,
@@ -223,8 +223,8 @@ def handle_graphql(
         requests=cost.requests,
         remaining=snapshot.remaining,
     )
-    context = Context(state=state, user=user, cost=cost, rate=snapshot)
-    with state.lock:
+    context = Context(emulator=emulator, user=user, cost=cost, rate=snapshot)
+    with emulator.state.lock:
         result = execute(
             emulated,
             prepared.document,

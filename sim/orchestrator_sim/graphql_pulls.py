@@ -105,6 +105,14 @@ def _head_ref(node: PullNode) -> RefNode | None:
     return RefNode(node.repo, node.pr.head_ref, sha) if sha is not None else None
 
 
+def _base_oid(node: PullNode) -> str:
+    """The base branch's tip (for a merged pull request, the base it was merged onto)."""
+    pr = node.pr
+    if pr.merged and pr.merged_base_sha is not None:
+        return pr.merged_base_sha
+    return node.repo.branches.get(pr.base_ref) or pr.merged_base_sha or ""
+
+
 def _pull_state(node: PullNode) -> str:
     if node.pr.merged:
         return "MERGED"
@@ -139,6 +147,9 @@ def resolvers() -> dict[str, Resolver]:
         "Repository.name": lambda repo, _c, _a: repo.name,
         "Repository.nameWithOwner": lambda repo, _c, _a: repo.full_name,
         "Repository.isPrivate": lambda repo, _c, _a: repo.private,
+        "Repository.mergeCommitAllowed": lambda repo, _c, _a: repo.allow_merge_commit,
+        "Repository.squashMergeAllowed": lambda repo, _c, _a: repo.allow_squash_merge,
+        "Repository.rebaseMergeAllowed": lambda repo, _c, _a: repo.allow_rebase_merge,
         "Repository.pullRequest": _repository_pull,
         "Repository.pullRequests": _repository_pulls,
         "Repository.object": _repository_object,
@@ -160,6 +171,7 @@ def resolvers() -> dict[str, Resolver]:
         "PullRequest.headRefName": lambda n, _c, _a: n.pr.head_ref,
         "PullRequest.headRefOid": lambda n, _c, _a: n.pr.head_sha,
         "PullRequest.baseRefName": lambda n, _c, _a: n.pr.base_ref,
+        "PullRequest.baseRefOid": lambda n, _c, _a: _base_oid(n),
         "PullRequest.mergeable": lambda n, c, _a: _pull_mergeable(n, c),
         "PullRequest.mergeStateStatus": lambda n, c, _a: c.state.mergeable_state(
             n.repo, n.pr

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.logs import get_logger
+from orchestrator_sim.graphql_mutations import pull_for_writer
 from orchestrator_sim.graphql_support import (
     CommitNode,
     Context,
@@ -61,24 +62,8 @@ class AutoMergeNode:
     request: AutoMergeRequest
 
 
-def _missing(node: str) -> GraphQLRequestError:
-    return GraphQLRequestError(
-        f"Could not resolve to a node with the global id of '{node}'", "NOT_FOUND"
-    )
-
-
 def _pull(ctx: Context, node: str, operation: str, *, author_may: bool = False) -> PullNode:
-    found = ctx.state.find_pull_by_node_id(node)
-    if found is None or not repo_visible(ctx.state, found[0], ctx.user):
-        raise _missing(node)
-    repo, pr = found
-    author = repo.issues[pr.number].author.lower() == ctx.user.login.lower()
-    if not ctx.state.has_permission(repo, ctx.user.login, "write") and not (author_may and author):
-        raise GraphQLRequestError(
-            f"{ctx.user.login} does not have the correct permissions to execute `{operation}`",
-            "FORBIDDEN",
-        )
-    return PullNode(repo, pr)
+    return PullNode(*pull_for_writer(ctx, node, operation, author_may=author_may))
 
 
 def _method(data: dict[str, Any]) -> str:
@@ -88,17 +73,14 @@ def _method(data: dict[str, Any]) -> str:
 def _merge_pull_request(_: Any, ctx: Context, args: dict[str, Any]) -> Payload:
     data = args["input"]
     node = _pull(ctx, data["pullRequestId"], "MergePullRequest")
-    merger = ctx.state.merger
-    if merger is None:
-        raise GraphQLRequestError("This emulator cannot merge without git.", "UNPROCESSABLE")
-    merger(
+    ctx.emulator.merge_pull(
         node.repo,
         node.pr.number,
         ctx.user.login,
-        data.get("expectedHeadOid"),
-        _method(data),
-        data.get("commitHeadline"),
-        data.get("commitBody"),
+        sha=data.get("expectedHeadOid"),
+        method=_method(data),
+        title=data.get("commitHeadline"),
+        message=data.get("commitBody"),
     )
     log.info("graphql_mutation", operation="mergePullRequest", login=ctx.user.login)
     return Payload(data.get("clientMutationId"), node)

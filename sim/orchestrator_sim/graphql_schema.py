@@ -19,12 +19,11 @@ from orchestrator_sim.graphql_cost import (
     github_schema_path,
     load_github_schema,
 )
-from orchestrator_sim.graphql_schema_queue import QUEUE_SDL
+from orchestrator_sim.graphql_schema_merging import MERGING_SDL
 
 log = get_logger(__name__)
 
-# The subset (see the module's docstring); merging's part is graphql_schema_queue's.
-EMULATED_SDL = """
+_CORE_SDL = """
 schema {
   query: Query
   mutation: Mutation
@@ -539,6 +538,7 @@ type MarkPullRequestReadyForReviewPayload {
   pullRequest: PullRequest
 }
 """
+EMULATED_SDL = _CORE_SDL + MERGING_SDL
 
 _schema_lock = threading.Lock()
 _emulated: list[GraphQLSchema] = []
@@ -549,7 +549,7 @@ def emulated_schema() -> GraphQLSchema:
     """The subset schema the executor runs on, built once."""
     with _schema_lock:
         if not _emulated:
-            _emulated.append(build_schema(EMULATED_SDL + QUEUE_SDL))
+            _emulated.append(build_schema(EMULATED_SDL))
         return _emulated[0]
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator_sim.billing import RateSnapshot
+from orchestrator_sim.emulator import Emulator
 from orchestrator_sim.gitstore import CommitInfo
 from orchestrator_sim.graphql_cost import QueryCost
 from orchestrator_sim.records import (
@@ -45,12 +46,16 @@ class GraphQLRequestError(Exception):
 
 @dataclass(frozen=True)
 class Context:
-    """One request: the state, the caller, what the query costs and the budget after it."""
+    """One request: the emulator, the caller, what the query costs and the budget after it."""
 
-    state: SimState
+    emulator: Emulator
     user: User
     cost: QueryCost
     rate: RateSnapshot
+
+    @property
+    def state(self) -> SimState:
+        return self.emulator.state
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from orchestrator.logs import get_logger
+from orchestrator_sim import gitmerge
 from orchestrator_sim.clock import parse_time
 from orchestrator_sim.errors import SimError
 from orchestrator_sim.gitstore import GitError, MergeConflict
@@ -171,7 +172,8 @@ class MergeQueue:
         emulator.git.set_ref(path, ref, parent, None)
         enqueuer = state.user(entry.enqueuer)
         try:
-            sha = emulator.git.merge(
+            sha = gitmerge.merge(
+                emulator.git,
                 path,
                 base_branch=ref,
                 head_sha=pr.head_sha,

@@ -33,6 +33,9 @@ CHECK_CONCLUSIONS = frozenset(
     }
 )
 STATUS_STATES = frozenset({"error", "failure", "pending", "success"})
+DEPLOYMENT_STATES = frozenset(
+    {"error", "failure", "inactive", "in_progress", "queued", "pending", "success"}
+)
 ANNOTATION_LEVELS = frozenset({"notice", "warning", "failure"})
 
 # What REST appends to a bot account's login (``renovate[bot]``); GraphQL shows the bare name.
@@ -64,7 +67,8 @@ class User:
     """An account: a person, the product's bot, or an organization that owns repositories.
 
     ``token`` authenticates the account (each login has at most one token);
-    organizations have none and cannot call the API.
+    organizations have none and cannot call the API. An organization's
+    ``teams`` map each team slug to its members' logins.
     """
 
     id: int
@@ -76,6 +80,7 @@ class User:
     name: str | None = None
     email: str | None = None
     created_at: str = ""
+    teams: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def type(self) -> str:
@@ -328,13 +333,53 @@ class BranchProtection:
     context) that must pass on the head; ``required_approvals`` counts
     approving reviews from accounts with write access; ``dismiss_stale_reviews``
     dismisses approvals when the head moves; ``enforce_admins`` applies the
-    rules to administrators too.
+    rules to administrators too. ``strict`` asks for a head that contains the
+    base's tip; ``required_linear_history`` refuses merge commits;
+    ``require_last_push_approval`` an approval from someone other than the
+    last pusher; ``require_code_owner_reviews`` one from an owner of each
+    changed file (CODEOWNERS); ``required_conversation_resolution`` every review
+    thread resolved; ``required_deployments`` names environments the head must
+    have been deployed to successfully.
     """
 
     required_checks: list[str] = field(default_factory=list)
     required_approvals: int = 0
     dismiss_stale_reviews: bool = False
     enforce_admins: bool = False
+    strict: bool = False
+    required_linear_history: bool = False
+    require_last_push_approval: bool = False
+    require_code_owner_reviews: bool = False
+    required_conversation_resolution: bool = False
+    required_deployments: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DeploymentStatus:
+    """One state a deployment went through (``success``, ``failure``, ``in_progress`` ...)."""
+
+    id: int
+    node_id: str
+    state: str
+    creator: str
+    created_at: str
+    description: str | None = None
+
+
+@dataclass(slots=True)
+class Deployment:
+    """A deployment of commit ``sha`` to ``environment``; its newest status is its state."""
+
+    id: int
+    node_id: str
+    sha: str
+    ref: str
+    environment: str
+    creator: str
+    created_at: str
+    updated_at: str
+    description: str | None = None
+    statuses: list[DeploymentStatus] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -344,11 +389,13 @@ class Repo:
     ``branches`` maps each branch name to its head SHA as last seen in the bare
     repository; ``permissions`` maps logins to a level in `PERMISSION_LEVELS`
     (the owner is always admin); ``protections`` maps protected branch names to
-    their rules. Dict keys are ids, numbers or lower-cased names. ``rulesets``,
-    ``merge_queue`` (every base's entries, in order), ``auto_merges`` (by pull
-    request number), ``allow_auto_merge`` and ``merge_group_checks`` (the check
-    runs the emulated CI reports on each merge group: name to conclusion) are
-    `orchestrator_sim.records_rules`'s.
+    their rules; ``pushers`` maps branch names to whoever moved them last. The
+    ``allow_*`` settings say which merge methods the repository accepts and
+    whether auto-merge may be enabled. Dict keys are ids, numbers or lower-cased
+    names. ``rulesets``, ``merge_queue`` (every base's entries, in order),
+    ``auto_merges`` (by pull request number) are `orchestrator_sim.records_rules`'s;
+    ``merge_group_checks`` are the check runs the emulated CI reports on each
+    merge group (name to conclusion).
     """
 
     id: int
@@ -362,6 +409,10 @@ class Repo:
     private: bool = False
     default_branch: str = "main"
     require_review: bool = True
+    allow_merge_commit: bool = True
+    allow_squash_merge: bool = True
+    allow_rebase_merge: bool = True
+    allow_auto_merge: bool = False
     next_number: int = 1
     permissions: dict[str, str] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
@@ -376,10 +427,11 @@ class Repo:
     check_runs: dict[int, CheckRun] = field(default_factory=dict)
     statuses: list[CommitStatus] = field(default_factory=list)
     protections: dict[str, BranchProtection] = field(default_factory=dict)
+    pushers: dict[str, str] = field(default_factory=dict)
+    deployments: dict[int, Deployment] = field(default_factory=dict)
     rulesets: dict[int, Ruleset] = field(default_factory=dict)
     merge_queue: list[QueueEntry] = field(default_factory=list)
     auto_merges: dict[int, AutoMergeRequest] = field(default_factory=dict)
-    allow_auto_merge: bool = False
     merge_group_checks: dict[str, str] = field(default_factory=dict)
 
     @property

@@ -1,4 +1,5 @@
-"""REST routes for CI results: check runs, annotations, commit statuses and job logs."""
+"""REST routes for CI results: check runs, annotations, commit statuses, job logs and
+deployments."""
 
 from __future__ import annotations
 
@@ -125,6 +126,28 @@ def job_logs(call: Call) -> Reply:
     return Reply(302, None, {"location": location})
 
 
+def list_deployments(call: Call) -> Reply:
+    """Deployments newest first, filtered by ``sha``, ``ref`` and ``environment``."""
+    repo = call.repo()
+    with call.state.lock:
+        found = call.state.deployments(
+            repo,
+            sha=call.query.get("sha"),
+            ref=call.query.get("ref"),
+            environment=call.query.get("environment"),
+        )
+        return call.paged(found, lambda d: call.shapes.deployment(repo, d))
+
+
+def list_deployment_statuses(call: Call) -> Reply:
+    """A deployment's statuses, newest first."""
+    repo = call.repo()
+    with call.state.lock:
+        deployment = call.state.deployment(repo, call.number("deployment_id"))
+        statuses = list(reversed(deployment.statuses))
+        return call.paged(statuses, lambda s: call.shapes.deployment_status(repo, deployment, s))
+
+
 ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("GET", REPO + "/commits/{ref:path}/check-runs", list_check_runs, cacheable=True),
     RouteSpec("GET", REPO + "/commits/{ref:path}/status", combined_status, cacheable=True),
@@ -138,4 +161,11 @@ ROUTES: tuple[RouteSpec, ...] = (
     ),
     RouteSpec("GET", REPO + "/actions/jobs/{job_id:int}", get_job, cacheable=True),
     RouteSpec("GET", REPO + "/actions/jobs/{job_id:int}/logs", job_logs),
+    RouteSpec("GET", REPO + "/deployments", list_deployments, cacheable=True),
+    RouteSpec(
+        "GET",
+        REPO + "/deployments/{deployment_id:int}/statuses",
+        list_deployment_statuses,
+        cacheable=True,
+    ),
 )

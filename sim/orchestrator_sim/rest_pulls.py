@@ -1,5 +1,5 @@
-"""REST routes for pull requests: list, create, update, merge, reviews, review comments
-and requested reviewers."""
+"""REST routes for pull requests: list, create, update, merge, update the branch, reviews,
+review comments and requested reviewers."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Any
 
 from orchestrator_sim.api import Call, Reply, RouteSpec, sort_key
 from orchestrator_sim.errors import NotFound, Unprocessable
+from orchestrator_sim.pull_update import update_branch as update_pull_branch
 from orchestrator_sim.records import PullRequest
 from orchestrator_sim.state import InlineComment, LineNotInDiff
 
@@ -130,6 +131,23 @@ def merge_pull(call: Call) -> Reply:
     return Reply(
         200, {"sha": new_sha, "merged": True, "message": "Pull Request successfully merged"}
     )
+
+
+def update_branch(call: Call) -> Reply:
+    """GitHub's "Update branch": 202 once the base is merged into the head (done at once)."""
+    repo = call.repo("write")
+    # The body is optional and may be null.
+    data: dict[str, Any] = {} if call.json() is None else call.json_object()
+    number = call.number("number")
+    update_pull_branch(
+        call.emulator,
+        repo,
+        number,
+        call.user.login,
+        expected_head_sha=call.field(data, "expected_head_sha", str, "PullRequest"),
+    )
+    url = f"{call.base_url}/repos/{repo.owner}/{repo.name}/pulls/{number}"
+    return Reply(202, {"message": "Updating pull request branch.", "url": url})
 
 
 def check_merged(call: Call) -> Reply:
@@ -343,6 +361,7 @@ ROUTES: tuple[RouteSpec, ...] = (
     RouteSpec("PATCH", PULL, update_pull),
     RouteSpec("PUT", PULL + "/merge", merge_pull),
     RouteSpec("GET", PULL + "/merge", check_merged),
+    RouteSpec("PUT", PULL + "/update-branch", update_branch),
     RouteSpec("GET", PULL + "/commits", list_pull_commits),
     RouteSpec("GET", PULL + "/reviews", list_reviews, cacheable=True),
     RouteSpec("POST", PULL + "/reviews", create_review),

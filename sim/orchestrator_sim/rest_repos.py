@@ -175,7 +175,7 @@ def create_ref(call: Call) -> Reply:
             call.emulator.git.set_ref(path, name, sha, None)
         except GitError as exc:
             raise Unprocessable("Reference already exists") from exc
-        call.state.set_branch(repo, name, sha)
+        call.state.set_branch(repo, name, sha, call.user.login)
         return Reply(201, call.shapes.git_ref(repo, name, sha))
 
 
@@ -199,7 +199,7 @@ def update_ref(call: Call) -> Reply:
             call.emulator.git.set_ref(path, name, sha, old)
         except GitError as exc:
             raise Conflict("Reference update failed: the branch moved") from exc
-        call.state.set_branch(repo, name, sha)
+        call.state.set_branch(repo, name, sha, call.user.login)
         return Reply(200, call.shapes.git_ref(repo, name, sha))
 
 

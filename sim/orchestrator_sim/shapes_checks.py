@@ -1,5 +1,5 @@
 """GitHub's REST JSON shapes for CI results and git data: check runs, statuses, jobs,
-commits, branches with their protection, refs and the rate limit."""
+deployments, commits, branches with their protection, refs and the rate limit."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from orchestrator_sim.records import (
     CheckAnnotation,
     CheckRun,
     CommitStatus,
+    Deployment,
+    DeploymentStatus,
     PullRequest,
     Repo,
     User,
@@ -22,7 +24,8 @@ from orchestrator_sim.shapes_core import ShapesCore
 
 
 class ChecksShapes(ShapesCore):
-    """Check runs, statuses, jobs, commits, branches, protection and refs as GitHub's JSON."""
+    """Check runs, statuses, jobs, deployments, commits, branches, protection and refs as
+    GitHub's JSON."""
 
     # ----------------------------------------------------------------- checks
 
@@ -258,11 +261,11 @@ class ChecksShapes(ShapesCore):
         body: dict[str, Any] = {
             "url": url,
             "enforce_admins": {"url": f"{url}/enforce_admins", "enabled": rules.enforce_admins},
-            "required_linear_history": {"enabled": False},
+            "required_linear_history": {"enabled": rules.required_linear_history},
             "allow_force_pushes": {"enabled": False},
             "allow_deletions": {"enabled": False},
             "block_creations": {"enabled": False},
-            "required_conversation_resolution": {"enabled": False},
+            "required_conversation_resolution": {"enabled": rules.required_conversation_resolution},
             "lock_branch": {"enabled": False},
             "allow_fork_syncing": {"enabled": False},
             "required_signatures": {"url": f"{url}/required_signatures", "enabled": False},
@@ -270,20 +273,71 @@ class ChecksShapes(ShapesCore):
         if rules.required_checks:
             body["required_status_checks"] = {
                 "url": f"{url}/required_status_checks",
-                "strict": False,
+                "strict": rules.strict,
                 "contexts": list(rules.required_checks),
                 "contexts_url": f"{url}/required_status_checks/contexts",
                 "checks": [{"context": c, "app_id": None} for c in rules.required_checks],
             }
-        if rules.required_approvals > 0 or rules.dismiss_stale_reviews:
+        reviews = (
+            rules.required_approvals,
+            rules.dismiss_stale_reviews,
+            rules.require_code_owner_reviews,
+            rules.require_last_push_approval,
+        )
+        if any(reviews):
             body["required_pull_request_reviews"] = {
                 "url": f"{url}/required_pull_request_reviews",
                 "dismiss_stale_reviews": rules.dismiss_stale_reviews,
-                "require_code_owner_reviews": False,
+                "require_code_owner_reviews": rules.require_code_owner_reviews,
                 "required_approving_review_count": rules.required_approvals,
-                "require_last_push_approval": False,
+                "require_last_push_approval": rules.require_last_push_approval,
             }
         return body
+
+    # ------------------------------------------------------------ deployments
+
+    def deployment(self, repo: Repo, deployment: Deployment) -> dict[str, Any]:
+        url = f"{self.repo_url(repo)}/deployments/{deployment.id}"
+        return {
+            "url": url,
+            "id": deployment.id,
+            "node_id": deployment.node_id,
+            "sha": deployment.sha,
+            "ref": deployment.ref,
+            "task": "deploy",
+            "payload": {},
+            "original_environment": deployment.environment,
+            "environment": deployment.environment,
+            "description": deployment.description,
+            "creator": self.user(deployment.creator),
+            "created_at": deployment.created_at,
+            "updated_at": deployment.updated_at,
+            "statuses_url": f"{url}/statuses",
+            "repository_url": self.repo_url(repo),
+            "transient_environment": False,
+            "production_environment": deployment.environment == "production",
+        }
+
+    def deployment_status(
+        self, repo: Repo, deployment: Deployment, status: DeploymentStatus
+    ) -> dict[str, Any]:
+        url = f"{self.repo_url(repo)}/deployments/{deployment.id}"
+        return {
+            "url": f"{url}/statuses/{status.id}",
+            "id": status.id,
+            "node_id": status.node_id,
+            "state": status.state,
+            "creator": self.user(status.creator),
+            "description": status.description or "",
+            "environment": deployment.environment,
+            "target_url": "",
+            "log_url": "",
+            "environment_url": "",
+            "created_at": status.created_at,
+            "updated_at": status.created_at,
+            "deployment_url": url,
+            "repository_url": self.repo_url(repo),
+        }
 
     def git_ref(self, repo: Repo, name: str, sha: str) -> dict[str, Any]:
         ref = f"refs/heads/{name}"

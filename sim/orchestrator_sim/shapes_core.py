@@ -243,9 +243,10 @@ class ShapesCore:
                 "default_branch": repo.default_branch,
                 "network_count": 0,
                 "subscribers_count": 0,
-                "allow_merge_commit": True,
-                "allow_squash_merge": True,
-                "allow_rebase_merge": True,
+                "allow_merge_commit": repo.allow_merge_commit,
+                "allow_squash_merge": repo.allow_squash_merge,
+                "allow_rebase_merge": repo.allow_rebase_merge,
+                "allow_auto_merge": repo.allow_auto_merge,
                 "delete_branch_on_merge": False,
             }
         )

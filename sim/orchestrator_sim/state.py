@@ -4,8 +4,8 @@
 operation that changes them, so the REST routes, the GraphQL executor and the
 control API all see one consistent world. It is assembled from one layer per
 kind of resource (`state_core`, `state_accounts`, `state_issues`,
-`state_checks`, `state_reviews`, `state_protection`, `state_pulls`,
-`state_rulesets`, `state_queue`) and adds
+`state_checks`, `state_reviews`, `state_deployments`, `state_protection`,
+`state_requirements`, `state_pulls`, `state_rulesets`, `state_queue`) and adds
 snapshots. Each public
 method takes the lock itself; a caller that reads several records and wants
 them consistent holds ``state.lock`` around the whole read. Methods raise the

@@ -78,6 +78,32 @@ class AccountsState(StateCore):
             key = self._tokens.get(token)
             return self.users.get(key) if key is not None else None
 
+    def set_team(self, org: str, slug: str, members: list[str] | None) -> list[str]:
+        """Make team ``org/slug`` exactly ``members`` (None removes it); returns the logins."""
+        if not slug or "/" in slug or slug.strip() != slug:
+            raise Unprocessable.field("Team", "slug", message=f"invalid team slug {slug!r}")
+        with self.lock:
+            account = self.user(org)
+            if not account.organization:
+                raise Unprocessable.field("Team", "org", message=f"{org} is not an organization")
+            if members is None:
+                account.teams.pop(slug.lower(), None)
+                self._touch()
+                return []
+            logins = [self.user(login).login for login in members]
+            account.teams[slug.lower()] = logins
+            self._touch()
+            return logins
+
+    def team_members(self, team: str) -> list[str] | None:
+        """The members of team ``org/slug`` (logins), None when there is no such team."""
+        org, _, slug = team.partition("/")
+        with self.lock:
+            account = self.find_user(org)
+            if account is None or not account.organization:
+                return None
+            return account.teams.get(slug.lower())
+
     # ------------------------------------------------------------------ repos
 
     def add_repo(

@@ -3,10 +3,10 @@
 `SimState` (`orchestrator_sim.state`) is built in layers, one module per kind
 of resource, each a subclass of the one below: this core, accounts and
 repositories, issues with labels and comments, checks and statuses, reviews and
-threads, branch protection, pull requests, rulesets, and the merge queue with
-auto-merge on top. Each public method takes
-the lock itself; a caller that reads several records and wants them consistent
-holds ``state.lock`` around the whole read.
+threads, deployments, branch protection and what a merge still lacks, pull
+requests, rulesets, and the merge queue with auto-merge on top. Each public
+method takes the lock itself; a caller that reads several records and wants
+them consistent holds ``state.lock`` around the whole read.
 """
 
 from __future__ import annotations
@@ -51,6 +51,15 @@ class GitView(Protocol):
 
     def moved_line(self, repo: Repo, old: str, new: str, path: str, line: int) -> int | None:
         """Where ``line`` of ``path`` at ``old`` is at ``new``; None when a change touched it."""
+
+    def is_ancestor(self, repo: Repo, ancestor: str, descendant: str) -> bool:
+        """Whether commit ``descendant`` contains commit ``ancestor``."""
+
+    def changed_paths(self, repo: Repo, base_sha: str, head_sha: str) -> list[str]:
+        """The files a pull request from ``head_sha`` into ``base_sha`` touches."""
+
+    def file_at(self, repo: Repo, sha: str, path: str) -> str | None:
+        """The text of ``path`` in commit ``sha``, None when it has no such file."""
 
     def is_signed(self, repo: Repo, sha: str) -> bool:
         """Whether the commit carries a signature (a ``gpgsig`` header)."""

@@ -1,59 +1,166 @@
-"""Branch protection of the emulated GitHub: what a merge into a protected branch needs.
+"""Branch protection and merge settings of the emulated GitHub: the rules a merge meets.
 
 A protected branch can require check runs or commit statuses by name to pass
-on the head, a number of approving reviews from accounts with write access,
-dismiss approvals when the head moves, and hold administrators to the same
-rules. The refusals carry GitHub's own messages.
+on the head (on a head that contains the base's tip, with ``strict``), a
+number of approving reviews from accounts with write access, code owners'
+approvals, an approval of the last push by someone else, resolved
+conversations, successful deployments and a linear history; it can dismiss
+approvals when the head moves and hold administrators to the same rules. The
+repository's settings say which merge methods it accepts, whether auto-merge
+may be enabled and what the emulated CI reports on merge groups (both for
+`orchestrator_sim.state_queue`). This layer keeps the rules and counts reviews;
+`orchestrator_sim.state_requirements` tells which rule a merge breaks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
+from typing import TypedDict, Unpack
 
 from orchestrator_sim.errors import NotFound, Unprocessable
 from orchestrator_sim.records import BranchProtection, PullRequest, Repo, Review
-from orchestrator_sim.state_reviews import ReviewsState
+from orchestrator_sim.state_deployments import DeploymentsState
 
 PROTECTION_DOCS = "https://docs.github.com/articles/about-protected-branches"
 
-# Check-run conclusions that satisfy a required check, as on GitHub.
-_PASSING_CONCLUSIONS = frozenset({"success", "neutral", "skipped"})
 _DECISIVE = ("APPROVED", "CHANGES_REQUESTED", "DISMISSED")
 
+# The repository settings that allow each merge method, as GET /repos/{o}/{r} shows them.
+MERGE_SETTINGS = {
+    "merge": "allow_merge_commit",
+    "squash": "allow_squash_merge",
+    "rebase": "allow_rebase_merge",
+}
+# Every setting `ProtectionState.set_merge_settings` takes.
+MERGE_SETTING_NAMES = (*MERGE_SETTINGS.values(), "allow_auto_merge", "merge_group_checks")
+_METHOD_REFUSALS = {
+    "merge": "Merge commits are not allowed on this repository.",
+    "squash": "Squash merges are not allowed on this repository.",
+    "rebase": "Rebase merges are not allowed on this repository.",
+}
 
-class ProtectionState(ReviewsState):
-    """Protection rules per branch, and the first rule a pull request's merge breaks."""
+
+class MergeSettings(TypedDict):
+    """A repository's merge settings: the merge methods it accepts, whether auto-merge may
+    be enabled, and the check runs the emulated CI reports on each merge group."""
+
+    allow_merge_commit: bool
+    allow_squash_merge: bool
+    allow_rebase_merge: bool
+    allow_auto_merge: bool
+    merge_group_checks: dict[str, str]
+
+
+class ProtectionOptions(TypedDict, total=False):
+    """The rules `ProtectionState.protect_branch` takes: `BranchProtection`'s fields."""
+
+    required_checks: list[str]
+    required_approvals: int
+    dismiss_stale_reviews: bool
+    enforce_admins: bool
+    strict: bool
+    required_linear_history: bool
+    require_last_push_approval: bool
+    require_code_owner_reviews: bool
+    required_conversation_resolution: bool
+    required_deployments: list[str]
+
+
+class ProtectionState(DeploymentsState):
+    """Protection rules per branch, merge settings per repository, and review counts."""
 
     def protect_branch(
-        self,
-        repo: Repo,
-        branch: str,
-        *,
-        required_checks: Iterable[str] = (),
-        required_approvals: int = 0,
-        dismiss_stale_reviews: bool = False,
-        enforce_admins: bool = False,
+        self, repo: Repo, branch: str, **options: Unpack[ProtectionOptions]
     ) -> BranchProtection:
-        """Protect ``branch`` (replacing earlier rules); it must exist."""
-        checks = [str(name) for name in required_checks]
-        if required_approvals < 0 or required_approvals > 6:
+        """Protect ``branch`` (replacing earlier rules); it must exist.
+
+        Unnamed rules are off. ``strict`` needs at least one required check, as
+        GitHub's setting needs status checks to be required.
+        """
+        rules = BranchProtection(**options)
+        rules.required_checks = [str(name) for name in rules.required_checks]
+        rules.required_deployments = [str(name) for name in rules.required_deployments]
+        if rules.required_approvals < 0 or rules.required_approvals > 6:
             raise Unprocessable.field(
                 "Protection",
                 "required_approving_review_count",
                 message="required_approving_review_count must be between 0 and 6",
             )
+        if rules.strict and not rules.required_checks:
+            raise Unprocessable.field(
+                "Protection",
+                "required_status_checks",
+                message="strict needs at least one required status check",
+            )
         with self.lock:
             if branch not in repo.branches:
                 raise NotFound(f"branch {branch}")
-            rules = BranchProtection(
-                required_checks=checks,
-                required_approvals=required_approvals,
-                dismiss_stale_reviews=dismiss_stale_reviews,
-                enforce_admins=enforce_admins,
-            )
             repo.protections[branch] = rules
             self._touch()
             return rules
+
+    def merge_settings(self, repo: Repo) -> MergeSettings:
+        """The repository's merge settings, by name."""
+        with self.lock:
+            return MergeSettings(
+                allow_merge_commit=repo.allow_merge_commit,
+                allow_squash_merge=repo.allow_squash_merge,
+                allow_rebase_merge=repo.allow_rebase_merge,
+                allow_auto_merge=repo.allow_auto_merge,
+                merge_group_checks=dict(repo.merge_group_checks),
+            )
+
+    def method_refusal(self, repo: Repo, pr: PullRequest, method: str) -> str | None:
+        """GitHub's refusal of merge method ``method`` here, None when it is allowed.
+
+        A base branch that requires a linear history refuses merge commits too,
+        whatever the repository allows.
+        """
+        with self.lock:
+            rules = repo.protections.get(pr.base_ref)
+            linear = rules is not None and rules.required_linear_history
+            if not getattr(repo, MERGE_SETTINGS[method]) or (method == "merge" and linear):
+                return _METHOD_REFUSALS[method]
+            return None
+
+    def set_merge_settings(
+        self,
+        repo: Repo,
+        *,
+        allow_merge_commit: bool | None = None,
+        allow_squash_merge: bool | None = None,
+        allow_rebase_merge: bool | None = None,
+        allow_auto_merge: bool | None = None,
+        merge_group_checks: Mapping[str, str] | None = None,
+    ) -> MergeSettings:
+        """Change the settings given (None keeps one); one merge method must stay allowed.
+
+        ``merge_group_checks`` replaces what the emulated CI reports on merge groups
+        (check name to conclusion or pending status).
+        """
+        methods = {
+            "allow_merge_commit": allow_merge_commit,
+            "allow_squash_merge": allow_squash_merge,
+            "allow_rebase_merge": allow_rebase_merge,
+        }
+        with self.lock:
+            allowed = {
+                name: getattr(repo, name) if value is None else value
+                for name, value in methods.items()
+            }
+            if not any(allowed.values()):
+                # GitHub's settings page insists on at least one merge method.
+                raise Unprocessable.field(
+                    "Repository", "allow_merge_commit", message="at least one merge method"
+                )
+            for name, value in allowed.items():
+                setattr(repo, name, value)
+            if allow_auto_merge is not None:
+                repo.allow_auto_merge = allow_auto_merge
+            if merge_group_checks is not None:
+                repo.merge_group_checks = dict(merge_group_checks)
+            self._touch()
+            return self.merge_settings(repo)
 
     def unprotect_branch(self, repo: Repo, branch: str) -> None:
         """Remove a branch's protection; NotFound when it had none."""
@@ -78,14 +185,19 @@ class ProtectionState(ReviewsState):
                     latest[review.author.lower()] = review
             return latest
 
-    def writer_approvals(self, repo: Repo, number: int) -> int:
-        """Approving reviews that count for protection: one per reviewer with write access."""
+    def writer_approval_reviews(self, repo: Repo, number: int) -> list[Review]:
+        """The approvals that count for protection: each reviewer's latest decisive review,
+        when it approves and the reviewer has write access."""
         with self.lock:
-            return sum(
-                1
+            return [
+                review
                 for review in self.latest_decisive_reviews(repo, number).values()
                 if review.state == "APPROVED" and self.has_permission(repo, review.author, "write")
-            )
+            ]
+
+    def writer_approvals(self, repo: Repo, number: int) -> int:
+        """Approving reviews that count for protection: one per reviewer with write access."""
+        return len(self.writer_approval_reviews(repo, number))
 
     def writer_requested_changes(self, repo: Repo, number: int) -> bool:
         """Whether a reviewer with write access has an outstanding change request."""
@@ -95,19 +207,6 @@ class ProtectionState(ReviewsState):
                 and self.has_permission(repo, review.author, "write")
                 for review in self.latest_decisive_reviews(repo, number).values()
             )
-
-    def review_decision(self, repo: Repo, pr: PullRequest) -> str | None:
-        """GitHub's reviewDecision; with protection, approvals count only from writers and
-        only once the required number is reached."""
-        rules = self.protection(repo, pr.base_ref)
-        if rules is None or rules.required_approvals == 0:
-            return super().review_decision(repo, pr)
-        with self.lock:
-            if self.writer_requested_changes(repo, pr.number):
-                return "CHANGES_REQUESTED"
-            if self.writer_approvals(repo, pr.number) >= rules.required_approvals:
-                return "APPROVED"
-            return "REVIEW_REQUIRED"
 
     def dismiss_stale_approvals(self, repo: Repo, pr: PullRequest, actor: str) -> list[Review]:
         """Dismiss approvals given on another head, when the base branch asks for it."""
@@ -131,61 +230,3 @@ class ProtectionState(ReviewsState):
             if dismissed:
                 self._touch()
             return dismissed
-
-    # -------------------------------------------------------------- checks
-
-    def _check_problem(self, repo: Repo, sha: str, name: str) -> str | None:
-        """``expected`` or ``failing`` for a required check on ``sha``, None when it passed."""
-        runs = [r for r in self.check_runs_for(repo, sha) if r.name == name]
-        statuses = [s for s in self.latest_statuses(repo, sha) if s.context == name]
-        if not runs and not statuses:
-            return "expected"
-        failed = any(
-            r.status == "completed" and r.conclusion not in _PASSING_CONCLUSIONS for r in runs
-        ) or any(s.state in ("failure", "error") for s in statuses)
-        if failed:
-            return "failing"
-        if any(r.status != "completed" for r in runs) or any(
-            s.state == "pending" for s in statuses
-        ):
-            return "expected"
-        return None
-
-    def protection_problem(
-        self, repo: Repo, pr: PullRequest, actor: str | None = None
-    ) -> str | None:
-        """GitHub's message for the first protection rule the merge breaks, None when none.
-
-        With ``actor``, an administrator passes unless the rules enforce admins.
-        """
-        with self.lock:
-            rules = repo.protections.get(pr.base_ref)
-            if rules is None:
-                return None
-            if (
-                actor is not None
-                and not rules.enforce_admins
-                and self.has_permission(repo, actor, "admin")
-            ):
-                return None
-            if rules.required_approvals > 0:
-                if self.writer_requested_changes(repo, pr.number):
-                    return "Changes have been requested."
-                if self.writer_approvals(repo, pr.number) < rules.required_approvals:
-                    count = rules.required_approvals
-                    reviews = "approving review is" if count == 1 else "approving reviews are"
-                    return f"At least {count} {reviews} required by reviewers with write access."
-            problems = [
-                (name, problem)
-                for name in rules.required_checks
-                if (problem := self._check_problem(repo, pr.head_sha, name)) is not None
-            ]
-            failing = [name for name, problem in problems if problem == "failing"]
-            if failing:
-                return f'Required status check "{failing[0]}" is failing.'
-            if len(problems) == 1:
-                return f'Required status check "{problems[0][0]}" is expected.'
-            if problems:
-                total = len(rules.required_checks)
-                return f"{len(problems)} of {total} required status checks are expected."
-            return None

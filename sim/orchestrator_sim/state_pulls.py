@@ -15,10 +15,10 @@ from orchestrator_sim.clock import parse_time
 from orchestrator_sim.errors import Unprocessable
 from orchestrator_sim.gitstore import CommitInfo
 from orchestrator_sim.records import Issue, PullRequest, Repo, make_node_id, parse_node_id
-from orchestrator_sim.state_protection import ProtectionState
+from orchestrator_sim.state_requirements import RequirementsState
 
 
-class PullsState(ProtectionState):
+class PullsState(RequirementsState):
     """Pull requests following their head branch, merged or not, and whether they can merge."""
 
     # ------------------------------------------------------------------ pulls
@@ -117,14 +117,20 @@ class PullsState(ProtectionState):
         Open pull requests whose head is that branch follow it (a push updates
         them, outdates threads on changed lines, and may dismiss approvals);
         those whose head or base moved must have their mergeability worked
-        out again. ``actor`` is who pushed, when known.
+        out again. ``actor`` is who pushed, when known: the branch's last pusher.
         """
         with self.lock:
             old = repo.branches.get(branch)
             if sha is None:
                 repo.branches.pop(branch, None)
+                repo.pushers.pop(branch, None)
             else:
                 repo.branches[branch] = sha
+                if sha != old and actor is not None:
+                    repo.pushers[branch] = self.login_key(actor)
+                elif sha != old:
+                    # Moved by someone unknown: no earlier pusher may stand for them.
+                    repo.pushers.pop(branch, None)
             if sha != old:
                 since = self.precise_now()
                 index = self.index(repo)
@@ -273,7 +279,8 @@ class PullsState(ProtectionState):
         return elapsed.total_seconds() >= self.mergeability_delay
 
     def mergeable_state(self, repo: Repo, pr: PullRequest) -> str:
-        """GitHub's ``mergeable_state``: clean, dirty, blocked, unstable, draft or unknown."""
+        """GitHub's ``mergeable_state``: clean, dirty, blocked, behind, unstable, draft or
+        unknown."""
         with self.lock:
             mergeable = self.mergeable(repo, pr)
             if mergeable is None:
@@ -283,8 +290,9 @@ class PullsState(ProtectionState):
             if pr.draft:
                 return "draft"
             # Only branch protection blocks a merge; a review decision alone does not.
-            if self.protection_problem(repo, pr) is not None:
-                return "blocked"
+            blocker = self.merge_blocker(repo, pr)
+            if blocker is not None:
+                return blocker.state
             rollup = self.rollup_state(repo, pr.head_sha)
             if rollup in ("FAILURE", "ERROR"):
                 return "unstable"

@@ -9,8 +9,6 @@ account without write access cancels auto-merge, as GitHub documents.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from orchestrator_sim.clock import Clock
 from orchestrator_sim.errors import Conflict, NotAllowed, Unprocessable
 from orchestrator_sim.records import PullRequest, Repo, make_node_id
@@ -23,9 +21,6 @@ AUTO_MERGE_OFF = "Auto merge is not allowed for this repository"
 # The mergeStateStatus values in which GitHub merges at once instead of enabling auto-merge.
 MERGEABLE_NOW = ("clean", "unstable", "has_hooks")
 
-# (repo, number, actor, sha, method, title, message) -> the merge SHA; the emulator's merge.
-PullMerger = Callable[[Repo, int, str, str | None, str, str | None, str | None], str]
-
 
 def queue_method(rule: RulesetRule) -> str:
     """The REST merge method (merge, squash, rebase) of a merge_queue rule."""
@@ -35,14 +30,12 @@ def queue_method(rule: RulesetRule) -> str:
 class QueueState(RulesetsState):
     """Each base branch's merge queue and each pull request's auto-merge request.
 
-    ``merger`` is set by the emulator: the merge a GraphQL ``mergePullRequest``
-    and auto-merge perform. ``retired_groups`` collects the merge-group branches
-    of entries that left the queue, for the queue engine to delete.
+    ``retired_groups`` collects the merge-group branches of entries that left
+    the queue, for the queue engine to delete.
     """
 
     def __init__(self, clock: Clock | None = None) -> None:
         super().__init__(clock)
-        self.merger: PullMerger | None = None
         self.retired_groups: list[tuple[Repo, str]] = []
 
     # ------------------------------------------------------------------ queue
@@ -65,8 +58,10 @@ class QueueState(RulesetsState):
             return self.queue_entries(repo, entry.base_ref).index(entry) + 1
 
     def merge_problem(self, repo: Repo, pr: PullRequest, actor: str, method: str) -> str | None:
-        """Why the pull request cannot merge as it stands (the queue's own merge aside):
-        not open, a draft, mergeability unknown or conflicting, protection or rules."""
+        """Why the merge queue could not merge the pull request as it stands: not open, a
+        draft, mergeability unknown or conflicting, a method the repository (or a linear
+        history) refuses, then protection and the rulesets (a queue rule aside; the
+        queue's group is up to date with the base by construction)."""
         with self.lock:
             if pr.merged or repo.issues[pr.number].state != "open":
                 return "Pull Request is not mergeable"
@@ -77,8 +72,10 @@ class QueueState(RulesetsState):
                 return UNKNOWN_MERGEABILITY
             if not mergeable:
                 return "Pull Request is not mergeable"
-            return self.protection_problem(repo, pr, actor) or self.ruleset_problem(
-                repo, pr, actor, method, via_queue=True
+            return (
+                self.method_refusal(repo, pr, method)
+                or self.protection_problem(repo, pr, actor, via_queue=True)
+                or self.ruleset_problem(repo, pr, actor, method, via_queue=True)
             )
 
     def enqueue(
@@ -170,22 +167,6 @@ class QueueState(RulesetsState):
                 self.retired_groups.append((repo, entry.group_ref))
             self._touch()
 
-    def set_merge_settings(
-        self,
-        repo: Repo,
-        *,
-        allow_auto_merge: bool | None = None,
-        merge_group_checks: dict[str, str] | None = None,
-    ) -> None:
-        """The repository's auto-merge setting, and what the emulated CI reports on merge
-        groups (check name to conclusion or pending status)."""
-        with self.lock:
-            if allow_auto_merge is not None:
-                repo.allow_auto_merge = allow_auto_merge
-            if merge_group_checks is not None:
-                repo.merge_group_checks = dict(merge_group_checks)
-            self._touch()
-
     # ------------------------------------------------------------- auto-merge
 
     def enable_auto_merge(
@@ -223,6 +204,9 @@ class QueueState(RulesetsState):
                     return self.enqueue(repo, pr, actor)
             elif status in MERGEABLE_NOW:
                 raise Unprocessable(f"Pull request Pull request is in {status} status")
+            elif (refusal := self.method_refusal(repo, pr, method)) is not None:
+                # A method the repository refuses would never merge: refused now, not later.
+                raise Unprocessable(refusal)
             request = AutoMergeRequest(
                 number=pr.number,
                 enabled_by=self.user(actor).login,

@@ -16,17 +16,12 @@ from orchestrator_sim.records import PullRequest, Repo, Review, make_node_id
 from orchestrator_sim.records_rules import REPOSITORY_ROLE_IDS, BypassActor, Ruleset, RulesetRule
 from orchestrator_sim.rulesets import RULES_DOCS, RulesetInput, rule_int, targets
 from orchestrator_sim.state_pulls import PullsState
+from orchestrator_sim.state_requirements import approvals_text, asks_reviews, checks_message
 
 QUEUE_REQUIRED = "Changes must be made through the merge queue"
 OUT_OF_DATE = "Head branch is out of date. Review and try the merge again."
 # Rule parameters GitHub has that the emulator does not enforce: refused when turned on.
 _UNMODELLED_FLAGS = ("require_code_owner_review", "require_last_push_approval")
-
-
-def approvals_text(count: int) -> str:
-    """GitHub's refusal when fewer than ``count`` writers approved."""
-    reviews = "approving review is" if count == 1 else "approving reviews are"
-    return f"At least {count} {reviews} required by reviewers with write access."
 
 
 class RulesetsState(PullsState):
@@ -253,30 +248,12 @@ class RulesetsState(PullsState):
             for name in contexts
             if (problem := self.check_problem(repo, pr.head_sha, name)) is not None
         ]
-        failing = [name for name, problem in problems if problem == "failing"]
-        if failing:
-            return f'Required status check "{failing[0]}" is failing.'
-        if len(problems) == 1:
-            return f'Required status check "{problems[0][0]}" is expected.'
         if problems:
-            return f"{len(problems)} of {len(contexts)} required status checks are expected."
+            return checks_message(problems, len(contexts))
         strict = rule.parameters.get("strict_required_status_checks_policy")
-        if strict and contexts and not via_queue and self.behind_base(repo, pr):
+        if strict and contexts and not via_queue and self.behind(repo, pr):
             return OUT_OF_DATE
         return None
-
-    def check_problem(self, repo: Repo, sha: str, name: str) -> str | None:
-        """``expected`` or ``failing`` for a required check ``name`` on ``sha``, None when it
-        passed (branch protection's reading, shared by rulesets, pushes and merge groups)."""
-        with self.lock:
-            return self._check_problem(repo, sha, name)
-
-    def behind_base(self, repo: Repo, pr: PullRequest) -> bool:
-        """Whether the base head is missing from the pull request's head (not up to date)."""
-        base = repo.branches.get(pr.base_ref)
-        if base is None or self.git is None:
-            return False
-        return bool(self.git.commits(repo, pr.head_sha, base))
 
     def _has_merge_commits(self, repo: Repo, pr: PullRequest) -> bool:
         base = repo.branches.get(pr.base_ref)
@@ -295,25 +272,29 @@ class RulesetsState(PullsState):
     # ------------------------------------------------ what the pull request shows
 
     def mergeable_state(self, repo: Repo, pr: PullRequest) -> str:
-        """Branch protection's answer, then the rulesets': ``behind`` for a head out of date
-        with a strict status checks rule, ``blocked`` for any other broken rule."""
+        """Branch protection's answer, then the rulesets': ``blocked`` when either blocks
+        the merge, else ``behind`` when either wants an up-to-date head (protection's
+        ``strict``, a rule's ``strict_required_status_checks_policy``)."""
         with self.lock:
             state = super().mergeable_state(repo, pr)
-            if state in ("unknown", "dirty", "draft"):
+            if state in ("unknown", "dirty", "draft", "blocked"):
                 return state
             problem = self.ruleset_problem(repo, pr, ignore_queue=True)
-            if problem == OUT_OF_DATE:
-                return "behind"
-            return "blocked" if problem is not None else state
+            if problem is None:
+                return state
+            return "behind" if problem == OUT_OF_DATE else "blocked"
 
     def review_decision(self, repo: Repo, pr: PullRequest) -> str | None:
-        """Branch protection's decision, or the count a pull_request rule asks for when
-        that is higher."""
+        """Branch protection's decision, and the count a pull_request rule asks for:
+        APPROVED only once both are met."""
         decision = super().review_decision(repo, pr)
         with self.lock:
             needed = self._required_approvals(repo, pr.base_ref)
+            if needed == 0:
+                return decision
             protection = self.protection(repo, pr.base_ref)
-            if needed == 0 or (protection and protection.required_approvals >= needed):
+            if protection is not None and asks_reviews(protection) and decision != "APPROVED":
+                # Protection's own review rules are not met (or a writer asked for changes).
                 return decision
             if self.writer_requested_changes(repo, pr.number):
                 return "CHANGES_REQUESTED"

@@ -1,18 +1,21 @@
-"""The scene every REST contract case runs in, and what a case is.
+"""The scene the REST contract cases run in, what a case is, and how one is sent.
 
 The scene (built by the ``scene`` fixture of ``tests/contract/conftest.py``)
 is a module-scoped emulator holding a repository with an issue, a pull
-request, reviews, comments, checks and statuses; each `Case` names one
-request, the GitHub operation and status its answer must match, and who sends
-it.
+request, reviews, comments, checks and statuses. A case is one real request
+through it; `send` returns its status and body for the test to check against
+GitHub's OpenAPI description.
 """
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+import httpx
 
 from orchestrator_sim.testing import Account, SimWorld
 
@@ -118,6 +121,25 @@ class Case:
     documented: bool = True
 
 
-def get(path: Callable[[Scene], str]) -> Request:
-    """A GET of the path ``path`` builds from the scene."""
+def fetch(path: Callable[[Scene], str]) -> Request:
+    """A request without a body to the path ``path`` makes of the scene."""
     return lambda s: (path(s), None)
+
+
+def send(scene: Scene, case: Case) -> tuple[int, Any]:
+    """Send a case's request as its account: the status and the decoded body."""
+    path, body = case.request(scene)
+    account = {"bot": scene.world.bot, "human": scene.world.human, "reader": scene.reader}
+    response = httpx.request(
+        case.method,
+        f"{scene.world.url}{path}",
+        json=body,
+        headers={
+            "Authorization": f"token {account[case.who].token}",
+            "Accept": "application/vnd.github+json",
+        },
+        follow_redirects=False,
+        timeout=30,
+    )
+    text = response.content.strip()
+    return response.status_code, json.loads(text) if text else None

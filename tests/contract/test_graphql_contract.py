@@ -91,6 +91,13 @@ EMULATOR_DOCUMENTS = {
     "mark_ready": """mutation($id: ID!) {
       markPullRequestReadyForReview(input: {pullRequestId: $id, clientMutationId: "x"}) {
         clientMutationId pullRequest { id isDraft } } }""",
+    "update_branch": """mutation($id: ID!, $oid: GitObjectID) {
+      updatePullRequestBranch(input: {pullRequestId: $id, expectedHeadOid: $oid,
+                                      updateMethod: REBASE, clientMutationId: "x"}) {
+        clientMutationId pullRequest { headRefOid baseRefOid mergeStateStatus } } }""",
+    "merge_settings": """{ repository(owner: "o", name: "r") {
+      mergeCommitAllowed squashMergeAllowed rebaseMergeAllowed autoMergeAllowed
+      pullRequest(number: 1) { baseRefOid mergeStateStatus reviewDecision } } }""",
     "merge_pull_request": """mutation($id: ID!, $oid: GitObjectID) {
       mergePullRequest(input: {pullRequestId: $id, expectedHeadOid: $oid, mergeMethod: SQUASH,
           commitHeadline: "t", commitBody: "b", clientMutationId: "x"}) {

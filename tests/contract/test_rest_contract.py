@@ -2,17 +2,19 @@
 
 Each case makes a real request through a running emulator and validates the
 answer against the schema GitHub publishes for that operation and status. A
-last test fails when the emulator gains a route no case covers.
+last test fails when the emulator gains a route no case covers. The cases
+about what a merge needs (update-branch, merge settings, deployments) live in
+`tests.contract.rest_cases_merging`, those about rulesets in
+`tests.contract.rest_rules_cases`; the scene is the ``scene`` fixture of
+``tests/contract/conftest.py``.
 """
 
 from __future__ import annotations
 
-import json
 import secrets
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 import pytest
 
 from orchestrator_sim.app import all_routes
@@ -21,9 +23,9 @@ from tests.contract.openapi_contract import (
     assert_matches_openapi,
     load_contract,
 )
+from tests.contract.rest_cases_merging import MERGING_CASES
 from tests.contract.rest_rules_cases import RULES_CASES
-from tests.contract.rest_scene import Case, R, Scene
-from tests.contract.rest_scene import get as _get
+from tests.contract.rest_scene import Case, R, Scene, fetch, send
 
 
 def _merge_unknown(s: Scene) -> tuple[str, Any]:
@@ -109,28 +111,30 @@ def _review_comment(s: Scene) -> tuple[str, Any]:
 
 
 CASES = [
-    Case("authenticated_user", "GET", "/user", 200, _get(lambda s: "/user")),
-    Case("user", "GET", "/users/{username}", 200, _get(lambda s: "/users/alice")),
-    Case("rate_limit", "GET", "/rate_limit", 200, _get(lambda s: "/rate_limit")),
-    Case("repository", "GET", R, 200, _get(lambda s: s.repo)),
+    Case("authenticated_user", "GET", "/user", 200, fetch(lambda s: "/user")),
+    Case("user", "GET", "/users/{username}", 200, fetch(lambda s: "/users/alice")),
+    Case("rate_limit", "GET", "/rate_limit", 200, fetch(lambda s: "/rate_limit")),
+    Case("repository", "GET", R, 200, fetch(lambda s: s.repo)),
     Case(
         "permission",
         "GET",
         R + "/collaborators/{username}/permission",
         200,
-        _get(lambda s: f"{s.repo}/collaborators/alice/permission"),
+        fetch(lambda s: f"{s.repo}/collaborators/alice/permission"),
     ),
-    Case("branches", "GET", R + "/branches", 200, _get(lambda s: f"{s.repo}/branches")),
+    Case("branches", "GET", R + "/branches", 200, fetch(lambda s: f"{s.repo}/branches")),
     Case(
         "permission_without_push",
         "GET",
         R + "/collaborators/{username}/permission",
         403,
-        _get(lambda s: f"{s.repo}/collaborators/alice/permission"),
+        fetch(lambda s: f"{s.repo}/collaborators/alice/permission"),
         who="reader",
         documented=False,
     ),
-    Case("branch", "GET", R + "/branches/{branch}", 200, _get(lambda s: f"{s.repo}/branches/main")),
+    Case(
+        "branch", "GET", R + "/branches/{branch}", 200, fetch(lambda s: f"{s.repo}/branches/main")
+    ),
     Case(
         "protected_branch",
         "GET",
@@ -144,7 +148,7 @@ CASES = [
         "GET",
         R + "/branches/{branch}/protection",
         404,
-        _get(lambda s: f"{s.repo}/branches/main/protection"),
+        fetch(lambda s: f"{s.repo}/branches/main/protection"),
         who="human",
     ),
     Case(
@@ -154,45 +158,45 @@ CASES = [
         404,
         _protection,
     ),
-    Case("ref", "GET", R + "/git/ref/{ref}", 200, _get(lambda s: f"{s.repo}/git/ref/heads/main")),
+    Case("ref", "GET", R + "/git/ref/{ref}", 200, fetch(lambda s: f"{s.repo}/git/ref/heads/main")),
     Case(
         "matching_refs",
         "GET",
         R + "/git/matching-refs/{ref}",
         200,
-        _get(lambda s: f"{s.repo}/git/matching-refs/heads/"),
+        fetch(lambda s: f"{s.repo}/git/matching-refs/heads/"),
     ),
     Case("create_ref", "POST", R + "/git/refs", 201, _new_ref),
     Case("update_ref", "PATCH", R + "/git/refs/{ref}", 200, _update_ref),
     Case("delete_ref", "DELETE", R + "/git/refs/{ref}", 204, _delete_ref),
-    Case("commit", "GET", R + "/commits/{ref}", 200, _get(lambda s: f"{s.repo}/commits/{s.head}")),
+    Case("commit", "GET", R + "/commits/{ref}", 200, fetch(lambda s: f"{s.repo}/commits/{s.head}")),
     Case(
         "check_runs",
         "GET",
         R + "/commits/{ref}/check-runs",
         200,
-        _get(lambda s: f"{s.repo}/commits/{s.head}/check-runs"),
+        fetch(lambda s: f"{s.repo}/commits/{s.head}/check-runs"),
     ),
     Case(
         "combined_status",
         "GET",
         R + "/commits/{ref}/status",
         200,
-        _get(lambda s: f"{s.repo}/commits/{s.head}/status"),
+        fetch(lambda s: f"{s.repo}/commits/{s.head}/status"),
     ),
     Case(
         "statuses",
         "GET",
         R + "/commits/{ref}/statuses",
         200,
-        _get(lambda s: f"{s.repo}/commits/{s.head}/statuses"),
+        fetch(lambda s: f"{s.repo}/commits/{s.head}/statuses"),
     ),
     Case(
         "statuses_older_spelling",
         "GET",
         R + "/commits/{ref}/statuses",
         200,
-        _get(lambda s: f"{s.repo}/statuses/{s.head}"),
+        fetch(lambda s: f"{s.repo}/statuses/{s.head}"),
         served_as=R + "/statuses/{sha}",
     ),
     Case(
@@ -207,30 +211,30 @@ CASES = [
         "GET",
         R + "/check-runs/{check_run_id}",
         200,
-        _get(lambda s: f"{s.repo}/check-runs/{s.check_run_id}"),
+        fetch(lambda s: f"{s.repo}/check-runs/{s.check_run_id}"),
     ),
     Case(
         "annotations",
         "GET",
         R + "/check-runs/{check_run_id}/annotations",
         200,
-        _get(lambda s: f"{s.repo}/check-runs/{s.check_run_id}/annotations"),
+        fetch(lambda s: f"{s.repo}/check-runs/{s.check_run_id}/annotations"),
     ),
     Case(
         "job",
         "GET",
         R + "/actions/jobs/{job_id}",
         200,
-        _get(lambda s: f"{s.repo}/actions/jobs/{s.job_id}"),
+        fetch(lambda s: f"{s.repo}/actions/jobs/{s.job_id}"),
     ),
     Case(
         "job_logs",
         "GET",
         R + "/actions/jobs/{job_id}/logs",
         302,
-        _get(lambda s: f"{s.repo}/actions/jobs/{s.job_id}/logs"),
+        fetch(lambda s: f"{s.repo}/actions/jobs/{s.job_id}/logs"),
     ),
-    Case("issues", "GET", R + "/issues", 200, _get(lambda s: f"{s.repo}/issues?state=all")),
+    Case("issues", "GET", R + "/issues", 200, fetch(lambda s: f"{s.repo}/issues?state=all")),
     Case(
         "create_issue",
         "POST",
@@ -250,14 +254,14 @@ CASES = [
         "GET",
         R + "/issues/comments",
         200,
-        _get(lambda s: f"{s.repo}/issues/comments"),
+        fetch(lambda s: f"{s.repo}/issues/comments"),
     ),
     Case(
         "comment",
         "GET",
         R + "/issues/comments/{comment_id}",
         200,
-        _get(lambda s: f"{s.repo}/issues/comments/{s.comment_id}"),
+        fetch(lambda s: f"{s.repo}/issues/comments/{s.comment_id}"),
     ),
     Case(
         "update_comment",
@@ -278,21 +282,21 @@ CASES = [
         "GET",
         R + "/issues/{issue_number}",
         200,
-        _get(lambda s: f"{s.repo}/issues/{s.issue}"),
+        fetch(lambda s: f"{s.repo}/issues/{s.issue}"),
     ),
     Case(
         "issue_of_a_pull",
         "GET",
         R + "/issues/{issue_number}",
         200,
-        _get(lambda s: f"{s.repo}/issues/{s.pull}"),
+        fetch(lambda s: f"{s.repo}/issues/{s.pull}"),
     ),
     Case(
         "missing_issue",
         "GET",
         R + "/issues/{issue_number}",
         404,
-        _get(lambda s: f"{s.repo}/issues/999999"),
+        fetch(lambda s: f"{s.repo}/issues/999999"),
     ),
     Case(
         "update_issue",
@@ -306,7 +310,7 @@ CASES = [
         "GET",
         R + "/issues/{issue_number}/labels",
         200,
-        _get(lambda s: f"{s.repo}/issues/{s.issue}/labels"),
+        fetch(lambda s: f"{s.repo}/issues/{s.issue}/labels"),
     ),
     Case(
         "add_labels",
@@ -351,7 +355,7 @@ CASES = [
         "GET",
         R + "/issues/{issue_number}/comments",
         200,
-        _get(lambda s: f"{s.repo}/issues/{s.issue}/comments"),
+        fetch(lambda s: f"{s.repo}/issues/{s.issue}/comments"),
     ),
     Case(
         "create_comment",
@@ -365,9 +369,9 @@ CASES = [
         "GET",
         R + "/issues/{issue_number}/events",
         200,
-        _get(lambda s: f"{s.repo}/issues/{s.issue}/events"),
+        fetch(lambda s: f"{s.repo}/issues/{s.issue}/events"),
     ),
-    Case("labels", "GET", R + "/labels", 200, _get(lambda s: f"{s.repo}/labels")),
+    Case("labels", "GET", R + "/labels", 200, fetch(lambda s: f"{s.repo}/labels")),
     Case(
         "create_label",
         "POST",
@@ -375,19 +379,19 @@ CASES = [
         201,
         lambda s: (f"{s.repo}/labels", {"name": f"l-{secrets.token_hex(3)}", "color": "00ff00"}),
     ),
-    Case("label", "GET", R + "/labels/{name}", 200, _get(lambda s: f"{s.repo}/labels/bug")),
+    Case("label", "GET", R + "/labels/{name}", 200, fetch(lambda s: f"{s.repo}/labels/bug")),
     Case("delete_label", "DELETE", R + "/labels/{name}", 204, _delete_label),
-    Case("pulls", "GET", R + "/pulls", 200, _get(lambda s: f"{s.repo}/pulls?state=all")),
+    Case("pulls", "GET", R + "/pulls", 200, fetch(lambda s: f"{s.repo}/pulls?state=all")),
     Case("create_pull", "POST", R + "/pulls", 201, _new_pull),
     Case(
         "review_comment",
         "GET",
         R + "/pulls/comments/{comment_id}",
         200,
-        _get(lambda s: f"{s.repo}/pulls/comments/{s.review_comment_id}"),
+        fetch(lambda s: f"{s.repo}/pulls/comments/{s.review_comment_id}"),
     ),
     Case(
-        "pull", "GET", R + "/pulls/{pull_number}", 200, _get(lambda s: f"{s.repo}/pulls/{s.pull}")
+        "pull", "GET", R + "/pulls/{pull_number}", 200, fetch(lambda s: f"{s.repo}/pulls/{s.pull}")
     ),
     Case(
         "update_pull",
@@ -418,21 +422,21 @@ CASES = [
         "GET",
         R + "/pulls/{pull_number}/merge",
         404,
-        _get(lambda s: f"{s.repo}/pulls/{s.pull}/merge"),
+        fetch(lambda s: f"{s.repo}/pulls/{s.pull}/merge"),
     ),
     Case(
         "pull_commits",
         "GET",
         R + "/pulls/{pull_number}/commits",
         200,
-        _get(lambda s: f"{s.repo}/pulls/{s.pull}/commits"),
+        fetch(lambda s: f"{s.repo}/pulls/{s.pull}/commits"),
     ),
     Case(
         "reviews",
         "GET",
         R + "/pulls/{pull_number}/reviews",
         200,
-        _get(lambda s: f"{s.repo}/pulls/{s.pull}/reviews"),
+        fetch(lambda s: f"{s.repo}/pulls/{s.pull}/reviews"),
     ),
     Case(
         "create_review",
@@ -446,14 +450,14 @@ CASES = [
         "GET",
         R + "/pulls/{pull_number}/reviews/{review_id}",
         200,
-        _get(lambda s: f"{s.repo}/pulls/{s.pull}/reviews/{s.review_id}"),
+        fetch(lambda s: f"{s.repo}/pulls/{s.pull}/reviews/{s.review_id}"),
     ),
     Case(
         "review_comments",
         "GET",
         R + "/pulls/{pull_number}/comments",
         200,
-        _get(lambda s: f"{s.repo}/pulls/{s.pull}/comments"),
+        fetch(lambda s: f"{s.repo}/pulls/{s.pull}/comments"),
     ),
     Case(
         "create_review_comment", "POST", R + "/pulls/{pull_number}/comments", 201, _review_comment
@@ -487,7 +491,7 @@ CASES = [
         "GET",
         R + "/pulls/{pull_number}/requested_reviewers",
         200,
-        _get(lambda s: f"{s.repo}/pulls/{s.pull}/requested_reviewers"),
+        fetch(lambda s: f"{s.repo}/pulls/{s.pull}/requested_reviewers"),
     ),
     Case(
         "request_reviewers",
@@ -510,31 +514,14 @@ CASES = [
         200,
         lambda s: (f"{s.repo}/pulls/{s.pull}/requested_reviewers", {"reviewers": ["alice"]}),
     ),
+    *MERGING_CASES,
     *RULES_CASES,
 ]
 
 
-def _send(scene: Scene, case: Case) -> tuple[int, Any]:
-    path, body = case.request(scene)
-    account = {"bot": scene.world.bot, "human": scene.world.human, "reader": scene.reader}
-    response = httpx.request(
-        case.method,
-        f"{scene.world.url}{path}",
-        json=body,
-        headers={
-            "Authorization": f"token {account[case.who].token}",
-            "Accept": "application/vnd.github+json",
-        },
-        follow_redirects=False,
-        timeout=30,
-    )
-    text = response.content.strip()
-    return response.status_code, json.loads(text) if text else None
-
-
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_answer_matches_githubs_description(scene: Scene, case: Case) -> None:
-    status, body = _send(scene, case)
+    status, body = send(scene, case)
 
     assert status == case.status, f"expected {case.status}, got {status}: {body}"
     if case.documented:

@@ -287,9 +287,11 @@ def test_only_changes_after_the_feed_started_count_as_moves(tmp_path: Path) -> N
     start: a restart must not take every recent item for a signal."""
     with running_world(tmp_path / "sim") as world:
         control, human = world.control, world.human.login
-        control.create_issue(world.repo, "Candidate", as_user=human, labels=["agent"])
         control.push(world.repo, "old", {"old.txt": "x\n"}, as_user=human)
         old_pull = control.create_pull(world.repo, "Before the start", "old", as_user=human)
+        # The feed dates its start from the newest candidate it reads first: made after the
+        # pull request, whatever second each falls in.
+        control.create_issue(world.repo, "Candidate", as_user=human, labels=["agent"])
         client = GitHubClient(world.url, world.bot.token)
         feed = IssueFeed(world.repo, required_labels=frozenset({"agent"}))
         feed.refresh(client)

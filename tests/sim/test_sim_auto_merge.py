@@ -42,7 +42,7 @@ def _enable(
 def _waiting_pull(world: SimWorld) -> tuple[Pull, str]:
     """Auto-merge allowed, main requiring ``ci``, and a pull request without it: the pull
     request and its node id."""
-    world.control.merge_settings(world.repo, allow_auto_merge=True)
+    world.control.set_merge_settings(world.repo, allow_auto_merge=True)
     world.control.protect(world.repo, "main", required_checks=["ci"])
     pull = open_pull(world)
     world.settle_mergeability()
@@ -94,7 +94,7 @@ def test_auto_merge_merges_once_required_checks_pass(tmp_path: Path) -> None:
 
 def test_a_pull_request_that_can_merge_now_is_refused(tmp_path: Path) -> None:
     with manual_world(tmp_path) as (world, _clock):
-        world.control.merge_settings(world.repo, allow_auto_merge=True)
+        world.control.set_merge_settings(world.repo, allow_auto_merge=True)
         pull = open_pull(world)
         world.settle_mergeability()
         node = str(pull_json(world, pull.number)["node_id"])
@@ -141,7 +141,7 @@ def test_disabling_auto_merge(tmp_path: Path) -> None:
 
 def test_auto_merge_enters_a_required_merge_queue(tmp_path: Path) -> None:
     with manual_world(tmp_path) as (world, _clock):
-        world.control.merge_settings(world.repo, allow_auto_merge=True)
+        world.control.set_merge_settings(world.repo, allow_auto_merge=True)
         checks = {
             "type": "required_status_checks",
             "parameters": {

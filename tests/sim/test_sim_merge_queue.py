@@ -180,15 +180,15 @@ def test_a_failing_group_leaves_its_pull_request_open_and_the_queue_is_rebuilt(
 def test_the_emulated_ci_tests_merge_groups_and_pushes_dequeue(tmp_path: Path) -> None:
     with manual_world(tmp_path) as (world, _clock):
         world.control.create_ruleset(world.repo, "queue", QUEUE_RULES)
-        world.control.merge_settings(world.repo, merge_group_checks={"ci": "success"})
+        world.control.set_merge_settings(world.repo, merge_group_checks={"ci": "success"})
         pushed, pushed_node = _ready(world, {"one.txt": "1\n"})
         green, green_node = _ready(world, {"two.txt": "2\n"})
-        world.control.merge_settings(world.repo, merge_group_checks={"ci": "in_progress"})
+        world.control.set_merge_settings(world.repo, merge_group_checks={"ci": "in_progress"})
         _enqueue(world, pushed_node)
         world.control.push(world.repo, pushed.branch, {"one.txt": "1b\n"}, as_user="alice")
         assert _entry(world, pushed.number)["isInMergeQueue"] is False
 
-        world.control.merge_settings(world.repo, merge_group_checks={"ci": "success"})
+        world.control.set_merge_settings(world.repo, merge_group_checks={"ci": "success"})
         _enqueue(world, green_node)
         assert pull_json(world, green.number)["merged"] is True
 
@@ -243,7 +243,7 @@ def test_entries_need_passing_checks_and_time_out_without_group_checks(tmp_path:
 def test_rulesets_queue_entries_and_auto_merges_survive_a_snapshot(tmp_path: Path) -> None:
     with manual_world(tmp_path) as (world, _clock):
         world.control.create_ruleset(world.repo, "queue", QUEUE_RULES)
-        world.control.merge_settings(
+        world.control.set_merge_settings(
             world.repo, allow_auto_merge=True, merge_group_checks={"ci": "in_progress"}
         )
         queued, queued_node = _ready(world, {"one.txt": "1\n"})

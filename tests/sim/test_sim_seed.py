@@ -120,8 +120,9 @@ def test_the_daemons_readers_see_a_seeded_world(tmp_path: Path) -> None:
     with running_world(tmp_path / "sim", mergeability_delay=0) as world:
         items = world.seed(150, labels=["agent"], review="APPROVED")
         client = GitHubClient(world.url, world.bot.token, cache=MemoryEtagCache())
+        gateway = GitHubGateway(client)
         tracker = GitHubIssuesTracker(
-            GitHubGateway(client),
+            lambda: gateway,
             TrackerSettings(repo=world.repo, required_labels=frozenset({"agent"})),
         )
         candidates = tracker.fetch_candidates()

@@ -250,6 +250,29 @@ def test_snapshot_round_trip(tmp_path: Path) -> None:
     assert loaded.new_id() == state.new_id()
 
 
+def test_snapshot_keeps_merge_rules_teams_pushers_and_deployments() -> None:
+    state, repo = make_state()
+    state.set_branch(repo, "feature", SHA_C, "alice")
+    state.set_team("acme", "core", ["alice"])
+    deployment = state.create_deployment(repo, SHA_C, "staging", "bot")
+    state.add_deployment_status(repo, deployment.id, "success", "bot")
+    state.set_merge_settings(repo, allow_rebase_merge=False)
+    state.protect_branch(
+        repo, "main", required_checks=["ci"], strict=True, required_deployments=["staging"]
+    )
+
+    loaded = SimState()
+    loaded.load_json(state.to_json())
+
+    again = loaded.repo("acme", "widgets")
+    assert loaded.to_json() == state.to_json()
+    assert (again.pushers["feature"], again.allow_rebase_merge) == ("alice", False)
+    assert loaded.team_members("acme/core") == ["alice"]
+    assert loaded.deployed(again, SHA_C, "staging") is True
+    rules = again.protections["main"]
+    assert (rules.strict, rules.required_deployments) == (True, ["staging"])
+
+
 def test_bad_snapshot_names_the_problem_and_changes_nothing(tmp_path: Path) -> None:
     state, repo = make_state()
     data = state.to_json()

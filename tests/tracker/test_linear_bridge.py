@@ -19,8 +19,9 @@ from orchestrator.domain.phases import Phase
 from orchestrator.domain.side_effects import PAYLOAD_TYPES
 from orchestrator.domain.snapshot import IssueRef, StoredRecord
 from orchestrator.domain.workpad import WORKPAD_COMMENT_MARKER
-from orchestrator.effects.linear_writes import LinearWrites, linear_link, with_linear_link
-from orchestrator.effects.writes import WriteTarget
+from orchestrator.effects.issue_writes import WriteTarget
+from orchestrator.effects.linear_writes import LinearIssueWrites, linear_link, with_linear_link
+from orchestrator.effects.writes import GitHubWrites
 from orchestrator.github.accounting import Accounting
 from orchestrator.github.client import MemoryEtagCache
 from orchestrator.github.credentials import StaticToken
@@ -84,17 +85,18 @@ def _github(bridge: LinearIssues) -> GitHubAccess:
         cache=MemoryEtagCache(),
         accounting=Accounting(),
         tracker=TrackerSettings(repo=REPO),
-        linear=bridge,
+        issues=bridge,
     )
 
 
-def _writes(view: PolicyView, bridge: LinearIssues) -> LinearWrites:
+def _writes(view: PolicyView, bridge: LinearIssues) -> GitHubWrites:
     github = _github(bridge)
 
     def no_agents() -> object:
         raise AssertionError("no agent is needed for issue-side effects")
 
-    return LinearWrites(github, bridge, no_agents, no_agents)  # type: ignore[arg-type]
+    issue = LinearIssueWrites(github, bridge)
+    return GitHubWrites(github, issue, no_agents, no_agents)  # type: ignore[arg-type]
 
 
 def _workpad(text: str) -> str:
@@ -147,9 +149,9 @@ def test_candidates_are_keyed_on_the_github_repository_with_the_identifier_along
 def test_the_stop_labels_are_read_from_linear_right_now(world: LinearWorld, tmp_path: Path) -> None:
     bridge = _bridge(_view(world, tmp_path))
     bridge.fetch_candidates()
-    assert bridge.read_labels(ISSUE_1) == {"agent"}
+    assert bridge.labels_now(ISSUE_1) == {"agent"}
     world.control.add_labels("ENG-1", "orchestrator:stop")
-    assert "orchestrator:stop" in bridge.read_labels(ISSUE_1)
+    assert "orchestrator:stop" in bridge.labels_now(ISSUE_1)
     assert not bridge.repo_stopped()
     world.control.add_labels("ENG-2", "orchestrator:stop-all")
     world.clock.advance(30)

@@ -45,7 +45,7 @@ def test_github_tracker_candidates_states_and_refresh(tmp_path: Path) -> None:
         control.create_pull(world.repo, "A PR with the label", "feature", as_user=human)
 
         gateway = GitHubGateway(GitHubClient(world.url, world.bot.token))
-        tracker = GitHubIssuesTracker(gateway, _settings(world.repo))
+        tracker = GitHubIssuesTracker(lambda: gateway, _settings(world.repo))
         candidates = tracker.fetch_candidates()
         assert [(c.ref.number, c.tracker_state) for c in candidates] == [(wanted, "Todo")]
         assert candidates[0].labels == {"agent"} and candidates[0].is_open
@@ -88,7 +88,8 @@ def test_a_poll_reads_the_issue_feed_once(tmp_path: Path) -> None:
         wanted = control.create_issue(world.repo, "Add x", as_user=human, labels=["agent"])
         other = control.create_issue(world.repo, "Tracked", as_user=human)
         client = GitHubClient(world.url, world.bot.token)
-        tracker = GitHubIssuesTracker(GitHubGateway(client), _settings(world.repo))
+        gateway = GitHubGateway(client)
+        tracker = GitHubIssuesTracker(lambda: gateway, _settings(world.repo))
         lists = "GET /repos/{owner}/{repo}/issues"
         for _ in range(3):
             before = client.accounting.requests[lists]

@@ -1,15 +1,18 @@
-"""The part of GitHub's GraphQL schema for merging: the merge queue, auto-merge, merges.
+"""The part of the emulated GraphQL schema about merging: the repository's merge
+settings, the pull request's base commit, ``updatePullRequestBranch``,
+``mergePullRequest``, the merge queue and auto-merge, as extensions of the types
+`orchestrator_sim.graphql_schema` declares.
 
-Built with `orchestrator_sim.graphql_schema.EMULATED_SDL` into the emulated
-schema (it extends that SDL's ``Mutation``, ``Repository`` and ``PullRequest``);
-like the rest of the subset, every type, field, argument and enum value here is
-GitHub's (a contract test proves it).
+Like the rest of the emulated schema, every type, field, argument and enum value
+here exists in GitHub's with the same type (the contract test covers the whole
+schema).
 """
 
 from __future__ import annotations
 
-QUEUE_SDL = """
+MERGING_SDL = """
 extend type Mutation {
+  updatePullRequestBranch(input: UpdatePullRequestBranchInput!): UpdatePullRequestBranchPayload
   mergePullRequest(input: MergePullRequestInput!): MergePullRequestPayload
   enqueuePullRequest(input: EnqueuePullRequestInput!): EnqueuePullRequestPayload
   dequeuePullRequest(input: DequeuePullRequestInput!): DequeuePullRequestPayload
@@ -22,16 +25,37 @@ extend type Mutation {
 }
 
 extend type Repository {
+  mergeCommitAllowed: Boolean!
+  squashMergeAllowed: Boolean!
+  rebaseMergeAllowed: Boolean!
   autoMergeAllowed: Boolean!
   mergeQueue(branch: String): MergeQueue
 }
 
 extend type PullRequest {
+  baseRefOid: GitObjectID!
   autoMergeRequest: AutoMergeRequest
   isInMergeQueue: Boolean!
   isMergeQueueEnabled: Boolean!
   mergeCommit: Commit
   mergeQueueEntry: MergeQueueEntry
+}
+
+enum PullRequestBranchUpdateMethod {
+  MERGE
+  REBASE
+}
+
+input UpdatePullRequestBranchInput {
+  clientMutationId: String
+  expectedHeadOid: GitObjectID
+  pullRequestId: ID!
+  updateMethod: PullRequestBranchUpdateMethod
+}
+
+type UpdatePullRequestBranchPayload {
+  clientMutationId: String
+  pullRequest: PullRequest
 }
 
 enum PullRequestMergeMethod {
