@@ -90,17 +90,31 @@ class RequirementsState(ProtectionState):
             return "REVIEW_REQUIRED"
 
     def _review_problem(self, repo: Repo, pr: PullRequest, rules: BranchProtection) -> str | None:
-        approvals = self.writer_approval_reviews(repo, pr.number)
-        count = rules.required_approvals
-        if len(approvals) < count:
-            return approvals_text(count)
-        if rules.require_code_owner_reviews:
-            missing = self.missing_code_owners(repo, pr, approvals)
-            if missing:
-                return f"Waiting on code owner review from {_or_list(missing)}."
-        if rules.require_last_push_approval and not self._last_push_approved(repo, pr, approvals):
-            return LAST_PUSH
-        return None
+        return self.review_problem(
+            repo,
+            pr,
+            approvals=rules.required_approvals,
+            code_owners=rules.require_code_owner_reviews,
+            last_push=rules.require_last_push_approval,
+        )
+
+    def review_problem(
+        self, repo: Repo, pr: PullRequest, *, approvals: int, code_owners: bool, last_push: bool
+    ) -> str | None:
+        """GitHub's message for the first review rule unmet, None when all are: ``approvals``
+        from writers, a code owner's approval of each owned file, an approval of the last
+        push by someone else (protection's rules, and a ruleset's ``pull_request`` rule)."""
+        with self.lock:
+            reviews = self.writer_approval_reviews(repo, pr.number)
+            if len(reviews) < approvals:
+                return approvals_text(approvals)
+            if code_owners:
+                missing = self.missing_code_owners(repo, pr, reviews)
+                if missing:
+                    return f"Waiting on code owner review from {_or_list(missing)}."
+            if last_push and not self._last_push_approved(repo, pr, reviews):
+                return LAST_PUSH
+            return None
 
     def last_pusher(self, repo: Repo, pr: PullRequest) -> str:
         """Who pushed the head last (the author when the emulator never saw the push)."""

@@ -16,12 +16,21 @@ from orchestrator_sim.records import PullRequest, Repo, Review, make_node_id
 from orchestrator_sim.records_rules import REPOSITORY_ROLE_IDS, BypassActor, Ruleset, RulesetRule
 from orchestrator_sim.rulesets import RULES_DOCS, RulesetInput, rule_int, targets
 from orchestrator_sim.state_pulls import PullsState
-from orchestrator_sim.state_requirements import approvals_text, asks_reviews, checks_message
+from orchestrator_sim.state_requirements import CHANGES_REQUESTED, asks_reviews, checks_message
 
 QUEUE_REQUIRED = "Changes must be made through the merge queue"
 OUT_OF_DATE = "Head branch is out of date. Review and try the merge again."
-# Rule parameters GitHub has that the emulator does not enforce: refused when turned on.
-_UNMODELLED_FLAGS = ("require_code_owner_review", "require_last_push_approval")
+
+
+def _review_asks(rule: RulesetRule) -> tuple[int, bool, bool] | None:
+    """What a ``pull_request`` rule asks of reviews: (approvals, a code owner's approval,
+    an approval of the last push by someone else); None when it asks nothing."""
+    if rule.type != "pull_request":
+        return None
+    count = rule_int(rule, "required_approving_review_count", 0)
+    owners = rule.parameters.get("require_code_owner_review") is True
+    last_push = rule.parameters.get("require_last_push_approval") is True
+    return (count, owners, last_push) if count or owners or last_push else None
 
 
 class RulesetsState(PullsState):
@@ -93,13 +102,6 @@ class RulesetsState(PullsState):
                     "available in repositories owned by an organization",
                     documentation_url=RULES_DOCS,
                 )
-            for flag in _UNMODELLED_FLAGS:
-                if rule.parameters.get(flag) is True:
-                    raise Unprocessable(
-                        f"Invalid request.\n\nInvalid property {where}/parameters/{flag}: "
-                        "the emulator does not model it (leave it false)",
-                        documentation_url=RULES_DOCS,
-                    )
 
     # ------------------------------------------------------------- targeting
 
@@ -167,14 +169,18 @@ class RulesetsState(PullsState):
 
     # ---------------------------------------------------------------- merges
 
-    def _required_approvals(self, repo: Repo, branch: str) -> int:
-        rules = self.rules_for(repo, branch, None, for_merge=True)
-        counts = [
-            rule_int(rule, "required_approving_review_count", 0)
-            for rule in rules
-            if rule.type == "pull_request"
-        ]
-        return max(counts, default=0)
+    def _review_rule_problem(self, repo: Repo, pr: PullRequest, rule: RulesetRule) -> str | None:
+        """What a ``pull_request`` rule's review parameters still lack (protection's words),
+        None when they ask nothing or are met."""
+        asks = _review_asks(rule)
+        if asks is None:
+            return None
+        if self.writer_requested_changes(repo, pr.number):
+            return CHANGES_REQUESTED
+        count, owners, last_push = asks
+        return self.review_problem(
+            repo, pr, approvals=count, code_owners=owners, last_push=last_push
+        )
 
     def ruleset_problem(
         self,
@@ -217,11 +223,9 @@ class RulesetsState(PullsState):
             allowed = parameters.get("allowed_merge_methods")
             if method is not None and isinstance(allowed, list) and method not in allowed:
                 return f"Merge method {method} is not allowed on this branch."
-            count = rule_int(rule, "required_approving_review_count", 0)
-            if count > 0 and self.writer_requested_changes(repo, pr.number):
-                return "Changes have been requested."
-            if count > 0 and self.writer_approvals(repo, pr.number) < count:
-                return approvals_text(count)
+            problem = self._review_rule_problem(repo, pr, rule)
+            if problem is not None:
+                return problem
             if parameters.get("required_review_thread_resolution") and any(
                 not thread.resolved for thread in self.pull_threads(repo, pr.number)
             ):
@@ -285,22 +289,22 @@ class RulesetsState(PullsState):
             return "behind" if problem == OUT_OF_DATE else "blocked"
 
     def review_decision(self, repo: Repo, pr: PullRequest) -> str | None:
-        """Branch protection's decision, and the count a pull_request rule asks for:
+        """Branch protection's decision, and what the pull_request rules ask of reviews:
         APPROVED only once both are met."""
         decision = super().review_decision(repo, pr)
         with self.lock:
-            needed = self._required_approvals(repo, pr.base_ref)
-            if needed == 0:
+            rules = self.rules_for(repo, pr.base_ref, None, for_merge=True)
+            asking = [rule for rule in rules if _review_asks(rule) is not None]
+            if not asking:
                 return decision
             protection = self.protection(repo, pr.base_ref)
             if protection is not None and asks_reviews(protection) and decision != "APPROVED":
                 # Protection's own review rules are not met (or a writer asked for changes).
                 return decision
-            if self.writer_requested_changes(repo, pr.number):
+            problems = [self._review_rule_problem(repo, pr, rule) for rule in asking]
+            if CHANGES_REQUESTED in problems:
                 return "CHANGES_REQUESTED"
-            if self.writer_approvals(repo, pr.number) >= needed:
-                return "APPROVED"
-            return "REVIEW_REQUIRED"
+            return "REVIEW_REQUIRED" if any(problems) else "APPROVED"
 
     def dismiss_stale_approvals(self, repo: Repo, pr: PullRequest, actor: str) -> list[Review]:
         """Branch protection's dismissals, and those of a pull_request rule with

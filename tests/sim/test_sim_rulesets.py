@@ -43,6 +43,12 @@ def _merge(
     return rest(world, "PUT", path, {"merge_method": method}, account)
 
 
+def _state(world: SimWorld, number: int) -> dict[str, Any]:
+    """The pull request's mergeStateStatus and reviewDecision."""
+    view: dict[str, Any] = graphql(world, STATE, {"n": number})["data"]["repository"]
+    return dict(view["pullRequest"])
+
+
 @pytest.mark.parametrize(
     ("include", "exclude", "branch", "selected"),
     [
@@ -164,7 +170,7 @@ def test_a_merge_must_satisfy_both_protection_and_rulesets(tmp_path: Path) -> No
 
         world.control.check_run(world.repo, sha=pull.head, name="ci", conclusion="success")
         short = _merge(world, pull.number)
-        view = graphql(world, STATE, {"n": pull.number})["data"]["repository"]["pullRequest"]
+        view = _state(world, pull.number)
         assert (short.status_code, short.json()["message"]) == (
             405,
             "At least 1 approving review is required by reviewers with write access.",
@@ -287,3 +293,46 @@ def test_a_pull_request_rule_dismisses_stale_approvals(tmp_path: Path) -> None:
         assert _merge(world, pull.number).json()["message"] == (
             "At least 1 approving review is required by reviewers with write access."
         )
+
+
+def test_a_pull_request_rule_asks_for_code_owners_and_the_last_push_as_protection_does(
+    tmp_path: Path,
+) -> None:
+    with manual_world(tmp_path) as (world, clock):
+        world.control.push(
+            world.repo, "main", {".github/CODEOWNERS": "*.py @alice\n"}, as_user="alice"
+        )
+        owners = {"require_code_owner_review": True, "require_last_push_approval": True}
+        rule = {"type": "pull_request", "parameters": owners}
+        world.control.create_ruleset(world.repo, "owners", [rule])
+        writer = new_account(world)
+        pull = open_pull(world, {"src/widgets.py": "changed\n"})  # pushed by alice
+        clock.advance(1)
+        world.control.review(world.repo, pull.number, "APPROVED", as_user=writer.login)
+        by_writer = (_merge(world, pull.number).json()["message"], _state(world, pull.number))
+        world.control.review(world.repo, pull.number, "APPROVED", as_user="alice")
+        # The owner approved, but she pushed the head: the writer's approval covers that.
+        assert _merge(world, pull.number).status_code == 200
+
+        assert by_writer == (
+            "Waiting on code owner review from alice.",
+            {"mergeStateStatus": "BLOCKED", "reviewDecision": "REVIEW_REQUIRED"},
+        )
+
+
+def test_a_pull_request_rule_wants_an_approval_of_the_last_push_by_someone_else(
+    tmp_path: Path,
+) -> None:
+    with manual_world(tmp_path) as (world, clock):
+        rule = {"type": "pull_request", "parameters": {"require_last_push_approval": True}}
+        world.control.create_ruleset(world.repo, "last push", [rule])
+        pull = open_pull(world)  # pushed by alice
+        clock.advance(1)
+        world.control.review(world.repo, pull.number, "APPROVED", as_user="alice")
+
+        refused = _merge(world, pull.number)
+
+        assert refused.json()["message"] == (
+            "New changes require approval from someone other than the last pusher."
+        )
+        assert _state(world, pull.number)["reviewDecision"] == "REVIEW_REQUIRED"
