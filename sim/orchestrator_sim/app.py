@@ -28,7 +28,14 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from orchestrator.logs import get_logger
-from orchestrator_sim import rest_apps, rest_checks, rest_issues, rest_pulls, rest_repos
+from orchestrator_sim import (
+    rest_apps,
+    rest_checks,
+    rest_issues,
+    rest_pulls,
+    rest_repos,
+    rest_rulesets,
+)
 from orchestrator_sim.api import Call, Reply, RouteSpec
 from orchestrator_sim.apps import JwtRefused
 from orchestrator_sim.billing import (
@@ -43,6 +50,7 @@ from orchestrator_sim.emulator import Emulator
 from orchestrator_sim.errors import DOCS_URL, SimError
 from orchestrator_sim.faults import FaultDecision, FaultRule
 from orchestrator_sim.githttp import parse_git_path, run_http_backend
+from orchestrator_sim.graphql_names import mutation_name
 from orchestrator_sim.linear.api import linear_routes
 from orchestrator_sim.linear.control import linear_control_routes
 from orchestrator_sim.records import User
@@ -65,7 +73,13 @@ _BASE_HEADERS = {
 
 def all_routes() -> tuple[RouteSpec, ...]:
     """Every REST operation; check-run and status routes precede the plain commit route."""
-    return rest_checks.ROUTES + rest_issues.ROUTES + rest_pulls.ROUTES + rest_repos.ROUTES
+    return (
+        rest_checks.ROUTES
+        + rest_issues.ROUTES
+        + rest_pulls.ROUTES
+        + rest_repos.ROUTES
+        + rest_rulesets.ROUTES
+    )
 
 
 @dataclass(slots=True)
@@ -228,6 +242,9 @@ class GitHubFront:
             snapshot = billing.snapshot(token, resource)
             self.record(request, token, route, _Outcome(exc.status, 0, False, False))
             return self.secondary_response(exc, snapshot)
+        # Merge queues and auto-merges act on what changed since the last request.
+        if self.emulator.settle_needed():
+            await anyio.to_thread.run_sync(self.emulator.settle)
         return token, user, decision
 
     async def serve_rest(self, request: Request, spec: RouteSpec, route: str) -> Response:
@@ -386,7 +403,7 @@ class GitHubFront:
                 return self.json_response(
                     400, {"message": "Problems parsing JSON", "documentation_url": DOCS_URL}
                 )
-            operation = _mutation_name(body)
+            operation = mutation_name(body)
             status, document = await self._run_graphql(user, body, tally)
         finally:
             billing.release(token)
@@ -477,6 +494,7 @@ class GitHubFront:
             content_encoding=request.headers.get("content-encoding"),
             git_protocol=request.headers.get("git-protocol"),
             body=await request.body(),
+            base_url=self.base_url(request),
         )
         write = parsed.is_push and parsed.subpath == "git-receive-pack"
         self.record(request, token, route, _Outcome(answer.status, 0, False, write))
@@ -538,33 +556,6 @@ def _etag_matches(header: str | None, etag: str) -> bool:
         if value == "*" or value.removeprefix("W/") == wanted:
             return True
     return False
-
-
-def _mutation_name(body: dict[str, Any]) -> str | None:
-    """The first field of a GraphQL mutation (``resolveReviewThread`` ...), None for queries."""
-    query = body.get("query")
-    if not isinstance(query, str):
-        return None
-    from graphql import GraphQLError, OperationDefinitionNode, OperationType, parse
-    from graphql.language import FieldNode
-
-    try:
-        document = parse(query)
-    except GraphQLError:
-        return None
-    wanted = body.get("operationName")
-    for definition in document.definitions:
-        if not isinstance(definition, OperationDefinitionNode):
-            continue
-        if wanted and (definition.name is None or definition.name.value != wanted):
-            continue
-        if definition.operation != OperationType.MUTATION:
-            return None
-        for selection in definition.selection_set.selections:
-            if isinstance(selection, FieldNode):
-                return str(selection.name.value)
-        return "mutation"
-    return None
 
 
 def _group(specs: Iterable[RouteSpec]) -> dict[str, dict[str, RouteSpec]]:

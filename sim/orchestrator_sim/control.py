@@ -17,7 +17,8 @@ __all__ = ["ControlClient", "ControlRequestError"]
 
 
 class ControlClient(MergeRulesControl):
-    """Drives one emulator's ``/_control`` API at ``base_url``."""
+    """Drives one emulator's ``/_control`` API at ``base_url`` (protection, rulesets, merge
+    settings, the merge queue and auto-merge: `MergeRulesControl`)."""
 
     # --------------------------------------------------------------- accounts
 

@@ -2,13 +2,15 @@
 
 It is how tests and the demo play the humans and CI around the product: create
 accounts and repositories, open issues and label them as someone, review,
-report check runs, push commits, protect branches, set merge settings, teams
-and deployments, update a pull request's branch, force mergeability or set how
-long it takes to work out, set rate budgets, add fault rules, and read the
+report check runs, push commits, protect branches, write rulesets, set merge
+settings, teams and deployments, update a pull request's branch, queue it or
+set it to auto-merge, force mergeability or set how long it takes to work
+out, set rate budgets, add fault rules, and read the
 counters and the write log. It is never billed and needs no token; the server
 listens on 127.0.0.1 only. Errors use the envelope ``{"error": {"code",
 "message"}}``. The scenario steps themselves live in
-`orchestrator_sim.control_steps` and (for the rules a merge meets)
+`orchestrator_sim.control_steps` and (for the rules a merge meets: protection,
+rulesets, merge settings, the merge queue and auto-merge)
 `orchestrator_sim.control_rules`, the bulk seed of thousands of issues and
 pull requests in one call in `orchestrator_sim.control_seed`.
 """
@@ -24,10 +26,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from orchestrator_sim import control_rules as rules
 from orchestrator_sim import control_steps as steps
 from orchestrator_sim.apps import billing_key
 from orchestrator_sim.billing import RESOURCES, SecondaryPolicy
+from orchestrator_sim.control_rules import rules_routes
 from orchestrator_sim.control_seed import seed
 from orchestrator_sim.control_steps import (
     ControlError,
@@ -210,6 +212,9 @@ def _endpoint(emulator: Emulator, handler: ControlHandler) -> Callable[[Request]
         params = dict(request.path_params)
         try:
             result = await anyio.to_thread.run_sync(handler, emulator, params, data)
+            # A step's consequences (a merge group's checks passing ...) show in its answer's wake.
+            if emulator.settle_needed():
+                await anyio.to_thread.run_sync(emulator.settle)
         except ControlError as exc:
             return _error(exc.status, "invalid", str(exc))
         except SimError as exc:
@@ -248,13 +253,6 @@ def control_routes(emulator: Emulator) -> list[Route]:
         ("POST", REPO + "/threads/{thread_id:int}/replies", steps.reply_thread),
         ("POST", REPO + "/threads/{thread_id:int}/resolve", steps.resolve_thread),
         ("POST", REPO + "/commits", steps.push_commit),
-        ("PUT", REPO + "/branches/{branch:path}/protection", rules.protect_branch),
-        ("DELETE", REPO + "/branches/{branch:path}/protection", rules.unprotect_branch),
-        ("PATCH", REPO + "/settings", rules.set_merge_settings),
-        ("PUT", PREFIX + "/orgs/{org}/teams/{slug}", rules.set_team),
-        ("POST", REPO + "/deployments", rules.create_deployment),
-        ("POST", REPO + "/deployments/{deployment_id:int}/statuses", rules.add_deployment_status),
-        ("POST", REPO + "/pulls/{number:int}/update-branch", rules.update_pull_branch),
         ("GET", PREFIX + "/mergeability", steps.get_mergeability_delay),
         ("PUT", PREFIX + "/mergeability", steps.set_mergeability_delay),
         ("POST", REPO + "/check-runs", steps.set_check_run),
@@ -272,5 +270,6 @@ def control_routes(emulator: Emulator) -> list[Route]:
         ("POST", PREFIX + "/apps", create_app),
         ("POST", PREFIX + "/apps/{slug}/installations", install_app),
         ("POST", PREFIX + "/app-tokens/expire", expire_app_tokens),
+        *rules_routes(PREFIX),
     ]
     return method_routes(table, lambda handler: _endpoint(emulator, handler))

@@ -22,6 +22,7 @@ from orchestrator_sim.clock import Clock, system_clock
 from orchestrator_sim.closing import closing_references
 from orchestrator_sim.errors import Conflict, NotAllowed, Unprocessable
 from orchestrator_sim.faults import FaultInjector
+from orchestrator_sim.gitsign import commit_signed
 from orchestrator_sim.gitstore import (
     MERGE_METHODS,
     CommitInfo,
@@ -31,6 +32,7 @@ from orchestrator_sim.gitstore import (
     MergeConflict,
 )
 from orchestrator_sim.linear.world import LinearWorld
+from orchestrator_sim.merge_queue import MergeQueue
 from orchestrator_sim.state import PullRequest, Repo, SimState, User
 from orchestrator_sim.state_protection import PROTECTION_DOCS
 
@@ -84,6 +86,7 @@ class Emulator:
         self._sync_lock = threading.Lock()
         self._commits: dict[str, list[CommitInfo]] = {}
         self.state.git = _RepoGit(self)
+        self.queue = MergeQueue(self)
         state_dir.mkdir(parents=True, exist_ok=True)
         if persist and self.snapshot_path.exists():
             self.state.load(self.snapshot_path)
@@ -300,9 +303,11 @@ class Emulator:
 
         409 when ``sha`` is not the head; 405 when the pull request cannot be
         merged: closed, a draft, mergeability not worked out yet, conflicting
-        (or forced unmergeable), a method the repository (or a linear history)
-        does not allow, or short of its base branch's protection (which an
-        administrator passes unless it enforces admins). Returns the new SHA.
+        (or forced unmergeable), in the merge queue, a method the repository
+        (or a linear history) does not allow, short of its base branch's
+        protection (which an administrator passes unless it enforces admins),
+        or of the rulesets on its base (which bypass actors pass; a
+        ``merge_queue`` rule refuses every direct merge). Returns the new SHA.
         """
         if method not in MERGE_METHODS:
             raise Unprocessable.field(
@@ -323,25 +328,19 @@ class Emulator:
                 raise NotAllowed(UNKNOWN_MERGEABILITY)
             if mergeable is False:
                 raise NotAllowed("Pull Request is not mergeable")
+            # A queued pull request is the queue's to merge, whatever else holds.
+            if self.state.queue_entry(repo, number) is not None:
+                raise NotAllowed("Pull Request is in the merge queue")
             refusal = self.state.method_refusal(repo, pr, method)
             if refusal is not None:
                 raise NotAllowed(refusal)
-            problem = self.state.protection_problem(repo, pr, user.login)
+            problem = self.state.protection_problem(
+                repo, pr, user.login
+            ) or self.state.ruleset_problem(repo, pr, user.login, method)
             if problem is not None:
                 raise NotAllowed(problem, documentation_url=PROTECTION_DOCS)
             head_sha = pr.head_sha
             base_before = repo.branches.get(pr.base_ref)
-            # GitHub's defaults; commit_title and commit_message replace them (rebase keeps
-            # each commit's own message). A squash lists the branch's commit messages.
-            if method == "merge":
-                headline = title or f"Merge pull request #{number} from {repo.owner}/{pr.head_ref}"
-                text = f"{headline}\n\n{message or issue.title}"
-            else:
-                headline = title or f"{issue.title} (#{number})"
-                if message is None and base_before is not None:
-                    listed = self.commits_between(repo, base_before, head_sha)
-                    message = "\n\n".join(f"* {info.message}" for info in listed)
-                text = f"{headline}\n\n{message}" if message else headline
             try:
                 new_sha = gitmerge.merge(
                     self.git,
@@ -349,7 +348,7 @@ class Emulator:
                     base_branch=pr.base_ref,
                     head_sha=head_sha,
                     method=method,
-                    message=text,
+                    message=self.merge_message(repo, pr, method, title, message),
                     committer=self.identity(user),
                     moment=self.clock(),
                 )
@@ -361,6 +360,38 @@ class Emulator:
                 self.close_by_commits(repo, base_before, new_sha, user.login)
             log.info("sim_pull_merged", repo=repo.full_name, pull=number, method=method)
             return new_sha
+
+    def merge_message(
+        self,
+        repo: Repo,
+        pr: PullRequest,
+        method: str,
+        title: str | None = None,
+        message: str | None = None,
+    ) -> str:
+        """GitHub's commit message for merging ``pr`` onto its base as it is now.
+
+        ``title`` and ``message`` replace the defaults (rebase keeps each
+        commit's own message); a squash lists the branch's commit messages.
+        """
+        issue = repo.issues[pr.number]
+        if method == "merge":
+            headline = title or f"Merge pull request #{pr.number} from {repo.owner}/{pr.head_ref}"
+            return f"{headline}\n\n{message or issue.title}"
+        headline = title or f"{issue.title} (#{pr.number})"
+        base = repo.branches.get(pr.base_ref)
+        if message is None and base is not None:
+            listed = self.commits_between(repo, base, pr.head_sha)
+            message = "\n\n".join(f"* {info.message}" for info in listed)
+        return f"{headline}\n\n{message}" if message else headline
+
+    def settle(self) -> None:
+        """Let the merge queues and auto-merges act on what changed (see `MergeQueue`)."""
+        self.queue.settle()
+
+    def settle_needed(self) -> bool:
+        """Whether `settle` has anything to look at (checked without a thread or the lock)."""
+        return self.queue.busy()
 
 
 class _RepoGit:
@@ -402,3 +433,6 @@ class _RepoGit:
 
     def file_at(self, repo: Repo, sha: str, path: str) -> str | None:
         return self._emulator.git.file_at(self._path(repo), sha, path)
+
+    def is_signed(self, repo: Repo, sha: str) -> bool:
+        return commit_signed(self._emulator.git, self._path(repo), sha)

@@ -9,12 +9,13 @@ copied into the state so pull requests follow their branches.
 from __future__ import annotations
 
 import asyncio
-import gzip
 import os
 from dataclasses import dataclass
 
 from orchestrator.logs import get_logger
 from orchestrator_sim.emulator import Emulator
+from orchestrator_sim.push_rules import check_push
+from orchestrator_sim.receive_pack import parse_receive_request
 from orchestrator_sim.records import Repo, User
 
 log = get_logger(__name__)
@@ -79,8 +80,20 @@ async def run_http_backend(
     content_encoding: str | None,
     git_protocol: str | None,
     body: bytes,
+    base_url: str = "",
 ) -> CgiResponse:
-    """Run the CGI for one request and parse its answer; sync branch heads after a push."""
+    """Run the CGI for one request and parse its answer; sync branch heads after a push.
+
+    A push that breaks the repository's rulesets is refused before git sees it
+    (`orchestrator_sim.push_rules`); ``base_url`` is where its text points.
+    """
+    if request.is_push and request.subpath == "git-receive-pack" and method == "POST":
+        refused = await asyncio.to_thread(
+            check_push, emulator, repo, user.login, body, content_encoding, base_url
+        )
+        if refused is not None:
+            headers = {"content-type": "application/x-git-receive-pack-result"}
+            return CgiResponse(200, headers, refused)
     path = emulator.repo_path(repo)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
@@ -125,31 +138,10 @@ async def run_http_backend(
 def pushed_branches(body: bytes, content_encoding: str | None) -> list[str] | None:
     """The branches a receive-pack request names in its commands (``old new ref`` pkt-lines
     up to the first flush); None when the request cannot be read that way."""
-    try:
-        data = gzip.decompress(body) if content_encoding == "gzip" else body
-    except (OSError, EOFError):
+    request = parse_receive_request(body, content_encoding)
+    if request is None:
         return None
-    names: list[str] = []
-    position = 0
-    while position + 4 <= len(data):
-        try:
-            length = int(data[position : position + 4], 16)
-        except ValueError:
-            return None
-        if length == 0:
-            return names
-        if length < 4:
-            return None
-        line = data[position + 4 : position + length].split(b"\0", 1)[0].rstrip(b"\n")
-        position += length
-        parts = line.decode("utf-8", errors="replace").split(" ")
-        if parts[0] == "shallow":
-            continue
-        if len(parts) != 3:
-            return None
-        if parts[2].startswith("refs/heads/"):
-            names.append(parts[2].removeprefix("refs/heads/"))
-    return None
+    return [command.branch for command in request.commands if command.branch is not None]
 
 
 def _parse_cgi(output: bytes) -> CgiResponse:

@@ -6,7 +6,8 @@ emulated subset (`orchestrator_sim.graphql_schema`, so a valid GitHub field the
 emulator does not model is refused by name instead of answered wrongly),
 checked against GitHub's pagination and node limits, charged at the points of
 GitHub's formula, and executed by graphql-core with the resolvers of
-`graphql_pulls`, `graphql_reviews`, `graphql_checks` and `graphql_mutations`.
+`graphql_pulls`, `graphql_reviews`, `graphql_checks`, `graphql_mutations` and
+`graphql_queue`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from orchestrator_sim import (
     graphql_issues,
     graphql_mutations,
     graphql_pulls,
+    graphql_queue,
     graphql_reviews,
 )
 from orchestrator_sim.billing import Billing
@@ -386,7 +388,14 @@ def _actor_resolvers(type_name: str) -> dict[str, Resolver]:
 
 def _build_resolvers() -> dict[str, Resolver]:
     table: dict[str, Resolver] = {}
-    modules = (graphql_pulls, graphql_issues, graphql_reviews, graphql_checks, graphql_mutations)
+    modules = (
+        graphql_pulls,
+        graphql_issues,
+        graphql_reviews,
+        graphql_checks,
+        graphql_mutations,
+        graphql_queue,
+    )
     for module in modules:
         table.update(module.resolvers())
     table.update(page_info_resolvers())

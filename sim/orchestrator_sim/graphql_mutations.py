@@ -60,14 +60,19 @@ def _reply_to_review_thread(_: Any, ctx: Context, args: dict[str, Any]) -> Paylo
     return Payload(data.get("clientMutationId"), CommentNode(repo, comment))
 
 
-def _pull_for_writer(ctx: Context, node_id: str, operation: str) -> tuple[Repo, PullRequest]:
-    """The pull request a mutation names, for a caller with write access to its repository."""
+def pull_for_writer(
+    ctx: Context, node_id: str, operation: str, *, author_may: bool = False
+) -> tuple[Repo, PullRequest]:
+    """The pull request a mutation names, for a caller with write access to its repository
+    (or, with ``author_may``, its author)."""
     found = ctx.state.find_pull_by_node_id(node_id)
     if found is None or not repo_visible(ctx.state, found[0], ctx.user):
         raise GraphQLRequestError(
             f"Could not resolve to a node with the global id of '{node_id}'", "NOT_FOUND"
         )
-    if not ctx.state.has_permission(found[0], ctx.user.login, "write"):
+    repo, pr = found
+    author = repo.issues[pr.number].author.lower() == ctx.user.login.lower()
+    if not ctx.state.has_permission(repo, ctx.user.login, "write") and not (author_may and author):
         raise GraphQLRequestError(
             f"{ctx.user.login} does not have the correct permissions to execute `{operation}`",
             "FORBIDDEN",
@@ -77,7 +82,7 @@ def _pull_for_writer(ctx: Context, node_id: str, operation: str) -> tuple[Repo, 
 
 def _mark_ready_for_review(_: Any, ctx: Context, args: dict[str, Any]) -> Payload:
     data = args["input"]
-    repo, pr = _pull_for_writer(ctx, data["pullRequestId"], "MarkPullRequestReadyForReview")
+    repo, pr = pull_for_writer(ctx, data["pullRequestId"], "MarkPullRequestReadyForReview")
     updated = ctx.state.mark_ready_for_review(repo, pr.number, ctx.user.login)
     log.info("graphql_mutation", operation="markPullRequestReadyForReview", login=ctx.user.login)
     return Payload(data.get("clientMutationId"), PullNode(repo, updated))
@@ -86,7 +91,7 @@ def _mark_ready_for_review(_: Any, ctx: Context, args: dict[str, Any]) -> Payloa
 def _update_pull_request_branch(_: Any, ctx: Context, args: dict[str, Any]) -> Payload:
     """GitHub's "Update branch" (merge or rebase); its refusals are UNPROCESSABLE errors."""
     data = args["input"]
-    repo, pr = _pull_for_writer(ctx, data["pullRequestId"], "UpdatePullRequestBranch")
+    repo, pr = pull_for_writer(ctx, data["pullRequestId"], "UpdatePullRequestBranch")
     method = (data.get("updateMethod") or "MERGE").lower()
     try:
         update_branch(

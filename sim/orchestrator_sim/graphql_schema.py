@@ -23,7 +23,6 @@ from orchestrator_sim.graphql_schema_merging import MERGING_SDL
 
 log = get_logger(__name__)
 
-# The core of the subset (the module docstring says why it is safe to send to GitHub).
 _CORE_SDL = """
 schema {
   query: Query

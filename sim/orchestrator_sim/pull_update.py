@@ -7,7 +7,8 @@ repository and moves the head branch, so the pull request follows it as
 after any push by the person who asked: mergeability is unknown for the
 mergeability delay, checks have to run on the new head, stale approvals are
 dismissed when the base branch asks for it, and that person becomes the last
-pusher. Refusals are GitHub's 422s.
+pusher. Refusals are GitHub's 422s; a pull request in the merge queue cannot be
+updated (dequeue it first).
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ HEAD_MISMATCH = "expected head sha didn't match current head ref."
 NO_NEW_COMMITS = "There are no new commits on the base branch."
 CONFLICT = "merge conflict between base and head"
 CLOSED = "Cannot update the branch of a closed pull request."
+# GitHub's words (GH006) for a push to the head of a pull request in the merge queue.
+QUEUED = (
+    "Branches that are queued for merging cannot be updated. "
+    "To modify this branch, dequeue the associated pull request."
+)
 
 
 def update_branch(
@@ -38,8 +44,8 @@ def update_branch(
 ) -> str:
     """Bring the base into pull request ``number``'s head as ``actor``; return the new head.
 
-    422 when the pull request is closed, ``expected_head_sha`` is not its head,
-    the head already contains the base's tip, or the two conflict.
+    422 when the pull request is closed, in the merge queue, ``expected_head_sha``
+    is not its head, the head already contains the base's tip, or the two conflict.
     """
     if method not in gitmerge.UPDATE_METHODS:
         raise Unprocessable.field("PullRequest", "update_method", message="merge or rebase")
@@ -50,6 +56,8 @@ def update_branch(
         user = state.user(actor)
         if pr.merged or state.issue(repo, number).state != "open":
             raise Unprocessable(CLOSED)
+        if state.queue_entry(repo, number) is not None:
+            raise Unprocessable(QUEUED)
         if expected_head_sha is not None and expected_head_sha != pr.head_sha:
             raise Unprocessable(HEAD_MISMATCH)
         base_sha = repo.branches.get(pr.base_ref)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 
+from orchestrator_sim.records_rules import AutoMergeRequest, QueueEntry, Ruleset
+
 # GitHub's repository permission levels, weakest first.
 PERMISSION_LEVELS: tuple[str, ...] = ("read", "triage", "write", "maintain", "admin")
 
@@ -388,8 +390,12 @@ class Repo:
     repository; ``permissions`` maps logins to a level in `PERMISSION_LEVELS`
     (the owner is always admin); ``protections`` maps protected branch names to
     their rules; ``pushers`` maps branch names to whoever moved them last. The
-    ``allow_*`` settings say which merge methods the repository accepts. Dict
-    keys are ids, numbers or lower-cased names.
+    ``allow_*`` settings say which merge methods the repository accepts and
+    whether auto-merge may be enabled. Dict keys are ids, numbers or lower-cased
+    names. ``rulesets``, ``merge_queue`` (every base's entries, in order),
+    ``auto_merges`` (by pull request number) are `orchestrator_sim.records_rules`'s;
+    ``merge_group_checks`` are the check runs the emulated CI reports on each
+    merge group (name to conclusion).
     """
 
     id: int
@@ -406,6 +412,7 @@ class Repo:
     allow_merge_commit: bool = True
     allow_squash_merge: bool = True
     allow_rebase_merge: bool = True
+    allow_auto_merge: bool = False
     next_number: int = 1
     permissions: dict[str, str] = field(default_factory=dict)
     branches: dict[str, str] = field(default_factory=dict)
@@ -422,6 +429,10 @@ class Repo:
     protections: dict[str, BranchProtection] = field(default_factory=dict)
     pushers: dict[str, str] = field(default_factory=dict)
     deployments: dict[int, Deployment] = field(default_factory=dict)
+    rulesets: dict[int, Ruleset] = field(default_factory=dict)
+    merge_queue: list[QueueEntry] = field(default_factory=list)
+    auto_merges: dict[int, AutoMergeRequest] = field(default_factory=dict)
+    merge_group_checks: dict[str, str] = field(default_factory=dict)
 
     @property
     def full_name(self) -> str:

@@ -9,6 +9,8 @@ from orchestrator_sim.api import Call, Reply, RouteSpec
 from orchestrator_sim.apps import NOT_FOR_INTEGRATIONS, is_installation_actor
 from orchestrator_sim.errors import Conflict, Forbidden, NotFound, Unprocessable
 from orchestrator_sim.gitstore import GitError
+from orchestrator_sim.push_rules import ref_violations, rest_refusal
+from orchestrator_sim.records import Repo
 from orchestrator_sim.rest_checks import resolve_ref
 from orchestrator_sim.shapes import Shapes
 
@@ -127,6 +129,13 @@ def _branch_of(ref: str) -> str:
     )
 
 
+def _check_rules(call: Call, repo: Repo, branch: str, old: str | None, new: str | None) -> None:
+    """422 ``Repository rule violations found`` when the rulesets on ``branch`` refuse it."""
+    found = ref_violations(call.emulator, repo, call.user.login, branch, old, new)
+    if found:
+        raise rest_refusal(found)
+
+
 def get_ref(call: Call) -> Reply:
     repo = call.repo()
     ref = call.params["ref"]
@@ -161,6 +170,7 @@ def create_ref(call: Call) -> Reply:
     with call.state.lock:
         if name in repo.branches:
             raise Unprocessable("Reference already exists")
+        _check_rules(call, repo, name, None, sha)
         try:
             call.emulator.git.set_ref(path, name, sha, None)
         except GitError as exc:
@@ -184,6 +194,7 @@ def update_ref(call: Call) -> Reply:
             raise Unprocessable("Reference does not exist")
         if not force and not call.emulator.git.is_ancestor(path, old, sha):
             raise Unprocessable("Update is not a fast forward")
+        _check_rules(call, repo, name, old, sha)
         try:
             call.emulator.git.set_ref(path, name, sha, old)
         except GitError as exc:
@@ -202,6 +213,7 @@ def delete_ref(call: Call) -> Reply:
             raise Unprocessable("Reference does not exist")
         if name == repo.default_branch:
             raise Unprocessable("Cannot delete the default branch")
+        _check_rules(call, repo, name, old, None)
         call.emulator.git.set_ref(path, name, None, old)
         call.state.set_branch(repo, name, None)
         return Reply(204)

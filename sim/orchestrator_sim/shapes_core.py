@@ -246,6 +246,7 @@ class ShapesCore:
                 "allow_merge_commit": repo.allow_merge_commit,
                 "allow_squash_merge": repo.allow_squash_merge,
                 "allow_rebase_merge": repo.allow_rebase_merge,
+                "allow_auto_merge": repo.allow_auto_merge,
                 "delete_branch_on_merge": False,
             }
         )

@@ -5,7 +5,8 @@ operation that changes them, so the REST routes, the GraphQL executor and the
 control API all see one consistent world. It is assembled from one layer per
 kind of resource (`state_core`, `state_accounts`, `state_issues`,
 `state_checks`, `state_reviews`, `state_deployments`, `state_protection`,
-`state_requirements`, `state_pulls`) and adds snapshots. Each public
+`state_requirements`, `state_pulls`, `state_rulesets`, `state_queue`) and adds
+snapshots. Each public
 method takes the lock itself; a caller that reads several records and wants
 them consistent holds ``state.lock`` around the whole read. Methods raise the
 errors of `orchestrator_sim.errors` (NotFound, Unprocessable ...), never
@@ -41,7 +42,7 @@ from orchestrator_sim.records import (
 )
 from orchestrator_sim.snapshot import from_json, to_json
 from orchestrator_sim.state_core import GitView, MergeabilityProbe
-from orchestrator_sim.state_pulls import PullsState
+from orchestrator_sim.state_queue import QueueState
 from orchestrator_sim.state_reviews import InlineComment, LineNotInDiff
 
 __all__ = [
@@ -70,7 +71,7 @@ __all__ = [
 ]
 
 
-class SimState(PullsState):
+class SimState(QueueState):
     """Every account, repository and record of the emulated GitHub, with one lock.
 
     Ids come from one monotonic counter; node ids are derived from them.
@@ -110,6 +111,7 @@ class SimState(PullsState):
             self._tokens = {u.token: u.login.lower() for u in users if u.token is not None}
             self.repos = {r.full_name.lower(): r for r in repos}
             self._indexes.clear()
+            self.retired_groups.clear()
             self._last_id = last_id
             self._ids = itertools.count(last_id + 1)
             self._touch()

@@ -3,10 +3,10 @@
 `SimState` (`orchestrator_sim.state`) is built in layers, one module per kind
 of resource, each a subclass of the one below: this core, accounts and
 repositories, issues with labels and comments, checks and statuses, reviews and
-threads, deployments, branch protection and what a merge still lacks, and pull
-requests on top. Each public method takes
-the lock itself; a caller that reads several records and wants them consistent
-holds ``state.lock`` around the whole read.
+threads, deployments, branch protection and what a merge still lacks, pull
+requests, rulesets, and the merge queue with auto-merge on top. Each public
+method takes the lock itself; a caller that reads several records and wants
+them consistent holds ``state.lock`` around the whole read.
 """
 
 from __future__ import annotations
@@ -60,6 +60,9 @@ class GitView(Protocol):
 
     def file_at(self, repo: Repo, sha: str, path: str) -> str | None:
         """The text of ``path`` in commit ``sha``, None when it has no such file."""
+
+    def is_signed(self, repo: Repo, sha: str) -> bool:
+        """Whether the commit carries a signature (a ``gpgsig`` header)."""
 
 
 K = TypeVar("K")

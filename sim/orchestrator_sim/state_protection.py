@@ -6,13 +6,15 @@ number of approving reviews from accounts with write access, code owners'
 approvals, an approval of the last push by someone else, resolved
 conversations, successful deployments and a linear history; it can dismiss
 approvals when the head moves and hold administrators to the same rules. The
-repository's settings say which merge methods it accepts. This layer keeps
-the rules and counts reviews; `orchestrator_sim.state_requirements` tells
-which rule a merge breaks.
+repository's settings say which merge methods it accepts, whether auto-merge
+may be enabled and what the emulated CI reports on merge groups (both for
+`orchestrator_sim.state_queue`). This layer keeps the rules and counts reviews;
+`orchestrator_sim.state_requirements` tells which rule a merge breaks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TypedDict, Unpack
 
 from orchestrator_sim.errors import NotFound, Unprocessable
@@ -29,11 +31,24 @@ MERGE_SETTINGS = {
     "squash": "allow_squash_merge",
     "rebase": "allow_rebase_merge",
 }
+# Every setting `ProtectionState.set_merge_settings` takes.
+MERGE_SETTING_NAMES = (*MERGE_SETTINGS.values(), "allow_auto_merge", "merge_group_checks")
 _METHOD_REFUSALS = {
     "merge": "Merge commits are not allowed on this repository.",
     "squash": "Squash merges are not allowed on this repository.",
     "rebase": "Rebase merges are not allowed on this repository.",
 }
+
+
+class MergeSettings(TypedDict):
+    """A repository's merge settings: the merge methods it accepts, whether auto-merge may
+    be enabled, and the check runs the emulated CI reports on each merge group."""
+
+    allow_merge_commit: bool
+    allow_squash_merge: bool
+    allow_rebase_merge: bool
+    allow_auto_merge: bool
+    merge_group_checks: dict[str, str]
 
 
 class ProtectionOptions(TypedDict, total=False):
@@ -84,10 +99,16 @@ class ProtectionState(DeploymentsState):
             self._touch()
             return rules
 
-    def merge_settings(self, repo: Repo) -> dict[str, bool]:
-        """Which merge methods the repository accepts, by setting name."""
+    def merge_settings(self, repo: Repo) -> MergeSettings:
+        """The repository's merge settings, by name."""
         with self.lock:
-            return {name: bool(getattr(repo, name)) for name in MERGE_SETTINGS.values()}
+            return MergeSettings(
+                allow_merge_commit=repo.allow_merge_commit,
+                allow_squash_merge=repo.allow_squash_merge,
+                allow_rebase_merge=repo.allow_rebase_merge,
+                allow_auto_merge=repo.allow_auto_merge,
+                merge_group_checks=dict(repo.merge_group_checks),
+            )
 
     def method_refusal(self, repo: Repo, pr: PullRequest, method: str) -> str | None:
         """GitHub's refusal of merge method ``method`` here, None when it is allowed.
@@ -102,23 +123,44 @@ class ProtectionState(DeploymentsState):
                 return _METHOD_REFUSALS[method]
             return None
 
-    def set_merge_settings(self, repo: Repo, **allowed: bool) -> dict[str, bool]:
-        """Allow or forbid merge methods (``allow_merge_commit`` ...); one must stay allowed."""
-        unknown = set(allowed) - set(MERGE_SETTINGS.values())
-        if unknown:
-            raise Unprocessable.field("Repository", sorted(unknown)[0], message="unknown setting")
+    def set_merge_settings(
+        self,
+        repo: Repo,
+        *,
+        allow_merge_commit: bool | None = None,
+        allow_squash_merge: bool | None = None,
+        allow_rebase_merge: bool | None = None,
+        allow_auto_merge: bool | None = None,
+        merge_group_checks: Mapping[str, str] | None = None,
+    ) -> MergeSettings:
+        """Change the settings given (None keeps one); one merge method must stay allowed.
+
+        ``merge_group_checks`` replaces what the emulated CI reports on merge groups
+        (check name to conclusion or pending status).
+        """
+        methods = {
+            "allow_merge_commit": allow_merge_commit,
+            "allow_squash_merge": allow_squash_merge,
+            "allow_rebase_merge": allow_rebase_merge,
+        }
         with self.lock:
-            settings = self.merge_settings(repo)
-            settings.update(allowed)
-            if not any(settings.values()):
+            allowed = {
+                name: getattr(repo, name) if value is None else value
+                for name, value in methods.items()
+            }
+            if not any(allowed.values()):
                 # GitHub's settings page insists on at least one merge method.
                 raise Unprocessable.field(
                     "Repository", "allow_merge_commit", message="at least one merge method"
                 )
-            for name, value in settings.items():
+            for name, value in allowed.items():
                 setattr(repo, name, value)
+            if allow_auto_merge is not None:
+                repo.allow_auto_merge = allow_auto_merge
+            if merge_group_checks is not None:
+                repo.merge_group_checks = dict(merge_group_checks)
             self._touch()
-            return settings
+            return self.merge_settings(repo)
 
     def unprotect_branch(self, repo: Repo, branch: str) -> None:
         """Remove a branch's protection; NotFound when it had none."""
@@ -171,6 +213,12 @@ class ProtectionState(DeploymentsState):
         rules = self.protection(repo, pr.base_ref)
         if rules is None or not rules.dismiss_stale_reviews:
             return []
+        return self.dismiss_approvals_of_other_heads(repo, pr, actor)
+
+    def dismiss_approvals_of_other_heads(
+        self, repo: Repo, pr: PullRequest, actor: str
+    ) -> list[Review]:
+        """Dismiss every approval given on another head than the pull request's own."""
         with self.lock:
             dismissed = []
             issue = self.issue(repo, pr.number)

@@ -39,6 +39,12 @@ class Blocker:
     state: str = "blocked"
 
 
+def approvals_text(count: int) -> str:
+    """GitHub's refusal when fewer than ``count`` writers approved."""
+    reviews = "approving review is" if count == 1 else "approving reviews are"
+    return f"At least {count} {reviews} required by reviewers with write access."
+
+
 def _or_list(names: list[str]) -> str:
     """``a``, ``a and/or b``, ``a, b and/or c``: how GitHub lists code owners to wait on."""
     if len(names) == 1:
@@ -46,7 +52,8 @@ def _or_list(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " and/or " + names[-1]
 
 
-def _asks_reviews(rules: BranchProtection) -> bool:
+def asks_reviews(rules: BranchProtection) -> bool:
+    """Whether protection ``rules`` ask for reviews at all (approvals, owners, last push)."""
     return bool(
         rules.required_approvals
         or rules.require_code_owner_reviews
@@ -73,7 +80,7 @@ class RequirementsState(ProtectionState):
         """GitHub's reviewDecision; when the base branch asks for reviews, APPROVED only once
         every review rule is met (approvals from writers, code owners, the last push)."""
         rules = self.protection(repo, pr.base_ref)
-        if rules is None or not _asks_reviews(rules):
+        if rules is None or not asks_reviews(rules):
             return super().review_decision(repo, pr)
         with self.lock:
             if self.writer_requested_changes(repo, pr.number):
@@ -83,18 +90,31 @@ class RequirementsState(ProtectionState):
             return "REVIEW_REQUIRED"
 
     def _review_problem(self, repo: Repo, pr: PullRequest, rules: BranchProtection) -> str | None:
-        approvals = self.writer_approval_reviews(repo, pr.number)
-        count = rules.required_approvals
-        if len(approvals) < count:
-            reviews = "approving review is" if count == 1 else "approving reviews are"
-            return f"At least {count} {reviews} required by reviewers with write access."
-        if rules.require_code_owner_reviews:
-            missing = self.missing_code_owners(repo, pr, approvals)
-            if missing:
-                return f"Waiting on code owner review from {_or_list(missing)}."
-        if rules.require_last_push_approval and not self._last_push_approved(repo, pr, approvals):
-            return LAST_PUSH
-        return None
+        return self.review_problem(
+            repo,
+            pr,
+            approvals=rules.required_approvals,
+            code_owners=rules.require_code_owner_reviews,
+            last_push=rules.require_last_push_approval,
+        )
+
+    def review_problem(
+        self, repo: Repo, pr: PullRequest, *, approvals: int, code_owners: bool, last_push: bool
+    ) -> str | None:
+        """GitHub's message for the first review rule unmet, None when all are: ``approvals``
+        from writers, a code owner's approval of each owned file, an approval of the last
+        push by someone else (protection's rules, and a ruleset's ``pull_request`` rule)."""
+        with self.lock:
+            reviews = self.writer_approval_reviews(repo, pr.number)
+            if len(reviews) < approvals:
+                return approvals_text(approvals)
+            if code_owners:
+                missing = self.missing_code_owners(repo, pr, reviews)
+                if missing:
+                    return f"Waiting on code owner review from {_or_list(missing)}."
+            if last_push and not self._last_push_approved(repo, pr, reviews):
+                return LAST_PUSH
+            return None
 
     def last_pusher(self, repo: Repo, pr: PullRequest) -> str:
         """Who pushed the head last (the author when the emulator never saw the push)."""
@@ -185,11 +205,13 @@ class RequirementsState(ProtectionState):
         return answer
 
     def merge_blocker(
-        self, repo: Repo, pr: PullRequest, actor: str | None = None
+        self, repo: Repo, pr: PullRequest, actor: str | None = None, *, via_queue: bool = False
     ) -> Blocker | None:
         """Why protection refuses the merge now, None when nothing does.
 
         With ``actor``, an administrator passes unless the rules enforce admins.
+        ``via_queue`` is the merge queue's merge, of a group built on the base's
+        tip: up to date by construction, so ``strict`` asks nothing more of it.
         """
         with self.lock:
             rules = repo.protections.get(pr.base_ref)
@@ -201,7 +223,7 @@ class RequirementsState(ProtectionState):
                 and self.has_permission(repo, actor, "admin")
             ):
                 return None
-            if _asks_reviews(rules):
+            if asks_reviews(rules):
                 if self.writer_requested_changes(repo, pr.number):
                     return Blocker(CHANGES_REQUESTED)
                 problem = self._review_problem(repo, pr, rules)
@@ -214,28 +236,33 @@ class RequirementsState(ProtectionState):
             for environment in rules.required_deployments:
                 if not self.deployed(repo, pr.head_sha, environment):
                     return Blocker(f'Required deployment "{environment}" has not succeeded.')
-            if rules.strict and self.behind(repo, pr):
+            if rules.strict and not via_queue and self.behind(repo, pr):
                 # Checks count only on an up-to-date head: every required one is expected.
                 expected = [(name, "expected") for name in rules.required_checks]
-                return Blocker(_checks_message(expected, len(expected)), "behind")
+                return Blocker(checks_message(expected, len(expected)), "behind")
             problems = [
                 (name, problem)
                 for name in rules.required_checks
-                if (problem := self._check_problem(repo, pr.head_sha, name)) is not None
+                if (problem := self.check_problem(repo, pr.head_sha, name)) is not None
             ]
             if problems:
-                return Blocker(_checks_message(problems, len(rules.required_checks)))
+                return Blocker(checks_message(problems, len(rules.required_checks)))
             return None
 
     def protection_problem(
-        self, repo: Repo, pr: PullRequest, actor: str | None = None
+        self, repo: Repo, pr: PullRequest, actor: str | None = None, *, via_queue: bool = False
     ) -> str | None:
         """GitHub's message for the first protection rule the merge breaks, None when none."""
-        blocker = self.merge_blocker(repo, pr, actor)
+        blocker = self.merge_blocker(repo, pr, actor, via_queue=via_queue)
         return blocker.message if blocker is not None else None
 
+    def check_problem(self, repo: Repo, sha: str, name: str) -> str | None:
+        """``expected`` or ``failing`` for a required check ``name`` on ``sha``, None when it
+        passed (shared by protection, rulesets, pushes and merge groups)."""
+        with self.lock:
+            return self._check_problem(repo, sha, name)
+
     def _check_problem(self, repo: Repo, sha: str, name: str) -> str | None:
-        """``expected`` or ``failing`` for a required check on ``sha``, None when it passed."""
         runs = [r for r in self.check_runs_for(repo, sha) if r.name == name]
         statuses = [s for s in self.latest_statuses(repo, sha) if s.context == name]
         if not runs and not statuses:
@@ -252,7 +279,7 @@ class RequirementsState(ProtectionState):
         return None
 
 
-def _checks_message(problems: list[tuple[str, str]], total: int) -> str:
+def checks_message(problems: list[tuple[str, str]], total: int) -> str:
     """GitHub's words for required checks that failed or are still expected."""
     failing = [name for name, problem in problems if problem == "failing"]
     if failing:

@@ -96,8 +96,34 @@ EMULATOR_DOCUMENTS = {
                                       updateMethod: REBASE, clientMutationId: "x"}) {
         clientMutationId pullRequest { headRefOid baseRefOid mergeStateStatus } } }""",
     "merge_settings": """{ repository(owner: "o", name: "r") {
-      mergeCommitAllowed squashMergeAllowed rebaseMergeAllowed
+      mergeCommitAllowed squashMergeAllowed rebaseMergeAllowed autoMergeAllowed
       pullRequest(number: 1) { baseRefOid mergeStateStatus reviewDecision } } }""",
+    "merge_pull_request": """mutation($id: ID!, $oid: GitObjectID) {
+      mergePullRequest(input: {pullRequestId: $id, expectedHeadOid: $oid, mergeMethod: SQUASH,
+          commitHeadline: "t", commitBody: "b", clientMutationId: "x"}) {
+        clientMutationId actor { login } pullRequest { merged mergeCommit { oid } } } }""",
+    "enqueue_and_dequeue": """mutation($id: ID!, $oid: GitObjectID) {
+      enqueuePullRequest(input: {pullRequestId: $id, expectedHeadOid: $oid, jump: true}) {
+        clientMutationId mergeQueueEntry { id position state jump solo enqueuedAt
+          enqueuer { login } headCommit { oid } baseCommit { oid } estimatedTimeToMerge
+          pullRequest { number } mergeQueue { id } } }
+      dequeuePullRequest(input: {id: $id}) { mergeQueueEntry { position } } }""",
+    "auto_merge": """mutation($id: ID!, $oid: GitObjectID) {
+      enablePullRequestAutoMerge(input: {pullRequestId: $id, expectedHeadOid: $oid,
+          mergeMethod: REBASE, commitHeadline: "t", commitBody: "b", authorEmail: "a@b.c"}) {
+        actor { login } pullRequest { autoMergeRequest { enabledAt enabledBy { login }
+          mergeMethod commitHeadline commitBody authorEmail pullRequest { number } } } }
+      disablePullRequestAutoMerge(input: {pullRequestId: $id}) {
+        clientMutationId actor { login } pullRequest { autoMergeRequest { enabledAt } } } }""",
+    "merge_queue": """query($branch: String, $after: String) {
+      repository(owner: "o", name: "r") { autoMergeAllowed mergeQueue(branch: $branch) {
+        id repository { nameWithOwner }
+        configuration { checkResponseTimeout maximumEntriesToBuild maximumEntriesToMerge
+          mergeMethod mergingStrategy minimumEntriesToMerge minimumEntriesToMergeWaitTime }
+        entries(first: 100, after: $after) { totalCount pageInfo { hasNextPage endCursor }
+          edges { cursor node { position state pullRequest { number headRefOid } } } } }
+        pullRequest(number: 1) { isInMergeQueue isMergeQueueEnabled
+          mergeQueueEntry { position state } } } }""",
 }
 
 

@@ -4,13 +4,14 @@ Each case makes a real request through a running emulator and validates the
 answer against the schema GitHub publishes for that operation and status. A
 last test fails when the emulator gains a route no case covers. The cases
 about what a merge needs (update-branch, merge settings, deployments) live in
-`tests.contract.rest_cases_merging`.
+`tests.contract.rest_cases_merging`, those about rulesets in
+`tests.contract.rest_rules_cases`; the scene is the ``scene`` fixture of
+``tests/contract/conftest.py``.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
 
@@ -23,12 +24,8 @@ from tests.contract.openapi_contract import (
     load_contract,
 )
 from tests.contract.rest_cases_merging import MERGING_CASES
-from tests.contract.rest_scene import Case, R, Scene, fetch, open_scene, send
-
-
-@pytest.fixture(scope="module")
-def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
-    yield from open_scene(tmp_path_factory)
+from tests.contract.rest_rules_cases import RULES_CASES
+from tests.contract.rest_scene import Case, R, Scene, fetch, send
 
 
 def _merge_unknown(s: Scene) -> tuple[str, Any]:
@@ -518,6 +515,7 @@ CASES = [
         lambda s: (f"{s.repo}/pulls/{s.pull}/requested_reviewers", {"reviewers": ["alice"]}),
     ),
     *MERGING_CASES,
+    *RULES_CASES,
 ]
 
 
