@@ -151,8 +151,7 @@ class IntentChecker:
         """Labels on the pull request (``on_number``)."""
         assert payload.on_number is not None
         labels = self.github.gateway.issue_labels(repo, payload.on_number)
-        wanted, unwanted = set(payload.add), set(payload.remove)
-        return _ok() if wanted <= labels and not (unwanted & labels) else None
+        return _ok() if payload.held_by(labels) else None
 
     def _pr_body(self, repo: str, payload: UpdatePRBody) -> EffectResult | None:
         pr = self.github.gateway.get_pr(repo, payload.pr_number)

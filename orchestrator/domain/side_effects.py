@@ -103,6 +103,10 @@ class SetLabels:
     remove: tuple[str, ...] = ()
     on_number: int | None = None
 
+    def held_by(self, labels: frozenset[str]) -> bool:
+        """Whether ``labels`` already show this change (after a crash: it took effect)."""
+        return set(self.add) <= labels and not (set(self.remove) & labels)
+
 
 @dataclass(frozen=True, slots=True)
 class ReplyThread:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -227,16 +228,7 @@ class GitHubIssuesTracker:
         comments = self._replies(issue.ref) if ask.replies_since is not None else ()
         if not events and not comments:
             return issue
-        return TrackedIssue(
-            ref=issue.ref,
-            title=issue.title,
-            is_open=issue.is_open,
-            labels=issue.labels,
-            created_at=issue.created_at,
-            tracker_state=issue.tracker_state,
-            label_events=events,
-            comments=comments,
-        )
+        return replace(issue, label_events=events, comments=comments)
 
     def forget_except(self, live: set[IssueRef]) -> None:
         """Drop the remembered comments of issues no longer tracked."""
@@ -320,9 +312,7 @@ class GitHubIssuesTracker:
                 closed = self.gateway.issue(ref.repo, ref.number).get("state") == "closed"
                 return EffectResult.done(changed=0) if closed else None
             case SetLabels() as labels:
-                now = self.labels_now(ref)
-                held = set(labels.add) <= now and not (set(labels.remove) & now)
-                return EffectResult.done() if held else None
+                return EffectResult.done() if labels.held_by(self.labels_now(ref)) else None
             case _:
                 return None
 

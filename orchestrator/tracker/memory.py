@@ -184,9 +184,7 @@ class MemoryTracker:
                     closed = not self._issue(ref).is_open
                 return EffectResult.done(changed=0) if closed else None
             case SetLabels() as labels:
-                now = self.labels_now(ref)
-                held = set(labels.add) <= now and not (set(labels.remove) & now)
-                return EffectResult.done() if held else None
+                return EffectResult.done() if labels.held_by(self.labels_now(ref)) else None
             case _:
                 return None
 
